@@ -1,0 +1,35 @@
+# Every target works on a fresh clone: `install` makes .venv and installs everything into it.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Warp's kernel cache lives outside the repo and survives between runs (compiling is ~26 s per model).
+export WARP_CACHE_PATH ?= $(HOME)/.cache/warp
+
+.PHONY: install test demo bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch==2.13.0 is the CPU build on disk; a bare `torch` would pull a ~5 GB CUDA build.
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[mjwarp,plot,dev]"
+	touch $(STAMP)
+
+test: install
+	$(PY) -m pytest
+
+demo: install
+	$(PY) -m gym_graphreset demo
+
+bench: install
+	$(PY) -m gym_graphreset bench
+
+lint: install
+	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples
+	$(VENV)/bin/ruff format --check gym_graphreset tests benchmarks examples
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info

@@ -1,0 +1,114 @@
+"""Persistent step buffers and the publication ring.
+
+:class:`TensorStore` keeps one persistent tensor per leaf of a step's output tree (obs, reward, flags,
+info) and writes new values in place, so addresses never change and a graph can hold them.
+:class:`PublicationRing` is ``depth`` such stores used round-robin: step ``t`` publishes into slot
+``t % depth``, so what a consumer got at step ``t`` stays unchanged through step ``t + depth - 1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+__all__ = ["PublicationRing", "TensorStore", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
+
+Path = tuple[Any, ...]
+
+
+def tree_map(fn: Callable[[torch.Tensor], Any], tree: Any) -> Any:
+    """Apply ``fn`` to every tensor leaf of nested dicts/tuples/lists; other leaves pass through."""
+    if isinstance(tree, torch.Tensor):
+        return fn(tree)
+    if isinstance(tree, dict):
+        return {k: tree_map(fn, v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(tree_map(fn, v) for v in tree)
+    return tree
+
+
+def tree_leaves(tree: Any, path: Path = ()) -> Iterator[tuple[Path, torch.Tensor]]:
+    """Yield ``(path, tensor)`` for every tensor leaf, depth first, in insertion order."""
+    if isinstance(tree, torch.Tensor):
+        yield path, tree
+    elif isinstance(tree, dict):
+        for k, v in tree.items():
+            yield from tree_leaves(v, (*path, k))
+    elif isinstance(tree, (tuple, list)):
+        for i, v in enumerate(tree):
+            yield from tree_leaves(v, (*path, i))
+
+
+class TensorStore:
+    """Persistent tensors keyed by their path in a tree, written in place with ``copy_``."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[Path, torch.Tensor] = {}
+        self.allocations = 0
+
+    def write(self, tree: Any) -> Any:
+        """Copy every tensor leaf of ``tree`` into its persistent buffer; return the tree of buffers."""
+        return self._write(tree, ())
+
+    def _write(self, tree: Any, path: Path) -> Any:
+        if isinstance(tree, torch.Tensor):
+            buf = self._buffers.get(path)
+            if buf is None or buf.shape != tree.shape or buf.dtype != tree.dtype or buf.device != tree.device:
+                buf = self._buffers[path] = torch.empty_like(tree, memory_format=torch.contiguous_format)
+                self.allocations += 1
+            buf.copy_(tree)
+            return buf
+        if isinstance(tree, dict):
+            return {k: self._write(v, (*path, k)) for k, v in tree.items()}
+        if isinstance(tree, (tuple, list)):
+            return type(tree)(self._write(v, (*path, i)) for i, v in enumerate(tree))
+        return tree
+
+    def pointers(self) -> dict[Path, int]:
+        """``data_ptr()`` of every buffer, for graph pointer guards."""
+        return {p: b.data_ptr() for p, b in self._buffers.items()}
+
+
+class PublicationRing:
+    """``depth`` :class:`TensorStore` slots used round-robin.
+
+    Args:
+        depth: Number of slots; values published at step ``t`` are valid through ``t + depth - 1``.
+    """
+
+    def __init__(self, depth: int) -> None:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"`published_buffer_depth` must be an int >= 1, got {depth!r}")
+        self.depth = depth
+        self.slots = [TensorStore() for _ in range(depth)]
+        self.published = 0
+
+    def publish(self, tree: Any) -> Any:
+        """Copy ``tree`` into the next slot and return that slot's tensors."""
+        out = self.slots[self.published % self.depth].write(tree)
+        self.published += 1
+        return out
+
+    @property
+    def allocations(self) -> int:
+        """Total tensors ever allocated by the ring (flat after the first ``depth`` steps)."""
+        return sum(s.allocations for s in self.slots)
+
+
+def tree_where(mask: torch.Tensor, a: Any, b: Any) -> Any:
+    """Row-wise ``where(mask, a, b)`` over matching trees of tensors (``mask`` is ``(num_envs,)``)."""
+    if isinstance(a, torch.Tensor):
+        return torch.where(mask.view(-1, *([1] * (a.dim() - 1))), a, b)
+    if isinstance(a, dict):
+        return {k: tree_where(mask, v, b[k]) for k, v in a.items()}
+    if isinstance(a, (tuple, list)):
+        return type(a)(tree_where(mask, x, y) for x, y in zip(a, b, strict=True))
+    raise TypeError(f"observations must be tensors or dicts/tuples of tensors, got {type(a).__name__}")
+
+
+def tree_copy_(dst: Any, src: Any) -> None:
+    """In-place ``dst.copy_(src)`` over matching trees."""
+    for (path, d), (_, s) in zip(tree_leaves(dst), tree_leaves(src), strict=True):
+        d.copy_(s)

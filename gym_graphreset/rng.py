@@ -1,0 +1,96 @@
+"""Counter-based reset draws: each value is a pure function of (seed, env, episode, draw).
+
+Draws depend on neither ``num_envs`` nor on which other rows reset, so the selected-row and masked
+reset paths produce bit-identical trajectories, and a captured graph needs no generator bookkeeping.
+The hash is 32-bit integer arithmetic carried in int64 tensors (no overflow), so CPU and CUDA agree
+bit for bit. The mixer is Chris Wellons' ``lowbias32`` (a well-tested 32-bit avalanche hash).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["counter_normal", "counter_uniform", "hash_keys"]
+
+_MASK32 = 0xFFFFFFFF
+_M1 = 0x7FEB352D
+_M2 = 0x846CA68B
+_GOLDEN = 0x9E3779B9
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    # (x * c) mod 2**32 for 0 <= x < 2**32 without leaving int64: split c into 16-bit halves.
+    lo = x * (c & 0xFFFF)
+    hi = ((x * (c >> 16)) & 0xFFFF) << 16
+    return (lo + hi) & _MASK32
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    x = x ^ (x >> 16)
+    x = _mul32(x, _M1)
+    x = x ^ (x >> 15)
+    x = _mul32(x, _M2)
+    return x ^ (x >> 16)
+
+
+def _combine(h: torch.Tensor, v: torch.Tensor | int) -> torch.Tensor:
+    return _mix32(((h ^ (v & _MASK32)) + _GOLDEN) & _MASK32)
+
+
+def hash_keys(
+    seed: torch.Tensor, env_ids: torch.Tensor, episode: torch.Tensor, draws: torch.Tensor, stream: int
+) -> torch.Tensor:
+    """32-bit hashes of shape ``(len(env_ids), len(draws))``, each in ``[0, 2**32)`` as int64.
+
+    Args:
+        seed: int64 scalar tensor (kept on the device so a captured graph sees seed changes).
+        env_ids: int64 ``(n,)`` global env indices.
+        episode: int64 ``(n,)`` episode index of each row.
+        draws: int64 ``(k,)`` draw indices within the episode.
+        stream: a small int separating independent uses (e.g. qpos noise vs qvel noise).
+    """
+    h = _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32) ^ stream)
+    h = _combine(h.expand(env_ids.shape), env_ids)
+    h = _combine(h, episode)
+    return _combine(h.unsqueeze(-1), draws.unsqueeze(0))
+
+
+def counter_uniform(
+    seed: torch.Tensor,
+    env_ids: torch.Tensor,
+    episode: torch.Tensor,
+    size: int,
+    *,
+    stream: int = 0,
+    low: float = 0.0,
+    high: float = 1.0,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Uniform draws in ``[low, high)`` of shape ``(n, size)``; 24 random bits (float32) or 53 (float64)."""
+    draws = torch.arange(size, device=env_ids.device, dtype=torch.long)
+    h = hash_keys(seed, env_ids, episode, draws * 2, stream)
+    if dtype == torch.float64:
+        h2 = hash_keys(seed, env_ids, episode, draws * 2 + 1, stream)
+        u = ((h >> 5) * 67108864 + (h2 >> 6)).to(torch.float64) * (1.0 / 9007199254740992.0)
+    else:
+        u = (h >> 8).to(torch.float64).to(dtype) * (1.0 / 16777216.0)
+    return low + (high - low) * u
+
+
+def counter_normal(
+    seed: torch.Tensor,
+    env_ids: torch.Tensor,
+    episode: torch.Tensor,
+    size: int,
+    *,
+    stream: int = 0,
+    std: float = 1.0,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Normal draws ``N(0, std**2)`` of shape ``(n, size)`` (Box-Muller over two uniform streams)."""
+    u1 = counter_uniform(seed, env_ids, episode, size, stream=2 * stream + 1000, dtype=torch.float64)
+    u2 = counter_uniform(seed, env_ids, episode, size, stream=2 * stream + 1001, dtype=torch.float64)
+    r = torch.sqrt(-2.0 * torch.log1p(-u1))  # 1 - u1 in (0, 1]: no log(0)
+    return (std * r * torch.cos(2.0 * math.pi * u2)).to(dtype)

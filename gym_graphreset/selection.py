@@ -1,0 +1,187 @@
+"""Fixed-shape reset selection: a persistent full-width mask instead of row ids.
+
+A :class:`ResetSelection` travels through the same reset APIs that take ``env_ids`` and through
+Gymnasium's ``options={"reset_mask": ...}``. It refuses to act as an index, so code that was not
+converted to masked writes fails loudly instead of resetting the wrong rows.
+
+Participants (inner envs, wrappers, reset terms) opt in with ``supports_reset_selection = True`` or
+:func:`reset_selection_capable`. A declaration counts only at or below the class that defines the
+effective ``reset`` in the MRO: overriding ``reset`` without re-declaring support makes a blocker.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn, TypeVar
+
+import numpy as np
+import torch
+
+__all__ = [
+    "ResetSelection",
+    "ResetSelectionUnsupportedError",
+    "assign_rows_",
+    "fill_rows_",
+    "participant_name",
+    "reset_selection_capable",
+    "resolve_reset_mask",
+    "supports_reset_selection",
+]
+
+_T = TypeVar("_T", bound=type)
+
+_NOT_AN_INDEX = (
+    "ResetSelection is a full-width mask, not an index: read `selection.mask` (a bool tensor of shape "
+    "(num_envs,)) and write rows with `fill_rows_`/`assign_rows_` or `torch.where(selection.mask, ...)`"
+)
+
+
+class ResetSelectionUnsupportedError(ValueError):
+    """Raised when masked autoreset is asked for but some participant cannot take a selection."""
+
+
+class ResetSelection:
+    """A persistent bool mask of the rows to reset, updated in place and never reallocated.
+
+    Args:
+        num_envs: Number of rows (the env batch size).
+        device: Device of the mask.
+
+    Example:
+        >>> sel = ResetSelection(4, "cpu")
+        >>> sel.set_(torch.tensor([True, False, False, True]))
+        >>> sel.mask.tolist()
+        [True, False, False, True]
+    """
+
+    __slots__ = ("mask", "num_envs")
+
+    def __init__(self, num_envs: int, device: torch.device | str) -> None:
+        if num_envs < 1:
+            raise ValueError(f"`num_envs` must be >= 1, got {num_envs}")
+        self.num_envs = int(num_envs)
+        self.mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device)
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the mask."""
+        return self.mask.device
+
+    def set_(self, mask: torch.Tensor) -> ResetSelection:
+        """Copy ``mask`` into the persistent mask (no reallocation, no host read)."""
+        if mask.shape != self.mask.shape:
+            raise ValueError(f"mask must have shape {tuple(self.mask.shape)}, got {tuple(mask.shape)}")
+        if mask.dtype != torch.bool:
+            raise ValueError(f"mask must have dtype torch.bool, got {mask.dtype}")
+        self.mask.copy_(mask)
+        return self
+
+    def __repr__(self) -> str:
+        return f"ResetSelection(num_envs={self.num_envs}, device={self.mask.device})"
+
+    # Fail closed: a selection used like ids must not silently pick rows.
+    def __index__(self) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+    def __bool__(self) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+    def __len__(self) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> NoReturn:
+        raise TypeError(_NOT_AN_INDEX)
+
+
+def reset_selection_capable(cls: _T) -> _T:
+    """Class decorator: declare that ``cls.reset`` accepts a :class:`ResetSelection`."""
+    cls.supports_reset_selection = True  # type: ignore[attr-defined]
+    return cls
+
+
+def _effective_reset_owner(cls: type) -> type | None:
+    for klass in cls.__mro__:
+        if "reset" in vars(klass):
+            return klass
+    return None
+
+
+def supports_reset_selection(obj: object) -> bool:
+    """Whether ``obj`` (or class) declares selection support that covers its effective ``reset``.
+
+    The declaration (``supports_reset_selection`` in a class body, or on the instance) counts only at or
+    below the class that defines the effective ``reset``; a subclass overriding ``reset`` without
+    re-declaring is not capable, whatever its parents said.
+    """
+    if not isinstance(obj, type) and "supports_reset_selection" in getattr(obj, "__dict__", {}):
+        return bool(obj.__dict__["supports_reset_selection"])
+    cls = obj if isinstance(obj, type) else type(obj)
+    owner = _effective_reset_owner(cls)
+    for klass in cls.__mro__:
+        if "supports_reset_selection" in vars(klass):
+            return bool(vars(klass)["supports_reset_selection"])
+        if klass is owner:
+            break
+    return False
+
+
+def participant_name(obj: object) -> str:
+    """A readable name for a participant: its class name, never a repr."""
+    return obj.__name__ if isinstance(obj, type) else type(obj).__name__
+
+
+def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> torch.Tensor:
+    """Turn ``None`` / row ids / a bool mask / a :class:`ResetSelection` into a bool mask.
+
+    ``None`` means all rows. A selection gives a copy of its mask. Bool masks (torch or numpy) and ids
+    are moved to ``device``; ids are scattered into a fresh mask.
+    """
+    device = torch.device(device)
+    if x is None:
+        return torch.ones(num_envs, dtype=torch.bool, device=device)
+    if isinstance(x, ResetSelection):
+        if x.num_envs != num_envs:
+            raise ValueError(f"ResetSelection has {x.num_envs} rows, expected {num_envs}")
+        return x.mask.to(device, copy=True)
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(x)
+    elif not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x, dtype=torch.long)
+    x = x.to(device)
+    if x.dtype == torch.bool:
+        if x.shape != (num_envs,):
+            raise ValueError(f"a bool reset mask must have shape ({num_envs},), got {tuple(x.shape)}")
+        return x.clone()
+    if x.dtype.is_floating_point or x.dtype.is_complex:
+        raise ValueError(f"env ids must be an integer tensor or a bool mask, got dtype {x.dtype}")
+    mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
+    mask[x.reshape(-1).long()] = True
+    return mask
+
+
+def _row_mask(sel: Any, t: torch.Tensor) -> torch.Tensor:
+    mask = sel.mask if isinstance(sel, ResetSelection) else resolve_reset_mask(sel, t.shape[0], t.device)
+    if mask.shape[0] != t.shape[0]:
+        raise ValueError(f"selection has {mask.shape[0]} rows, tensor has {t.shape[0]}")
+    return mask.view(-1, *([1] * (t.dim() - 1)))
+
+
+def fill_rows_(t: torch.Tensor, sel: Any, value: float | int | bool | torch.Tensor) -> torch.Tensor:
+    """In place: ``t[rows] = value`` for the selected rows, as a masked write with no host read."""
+    value_t = torch.as_tensor(value, dtype=t.dtype, device=t.device)
+    t.copy_(torch.where(_row_mask(sel, t), value_t, t))
+    return t
+
+
+def assign_rows_(dst: torch.Tensor, sel: Any, src: torch.Tensor) -> torch.Tensor:
+    """In place: ``dst[rows] = src[rows]`` for the selected rows; ``src`` is full width."""
+    if src.shape != dst.shape:
+        raise ValueError(f"src must be full width with shape {tuple(dst.shape)}, got {tuple(src.shape)}")
+    dst.copy_(torch.where(_row_mask(sel, dst), src.to(dst.dtype), dst))
+    return dst

@@ -1,0 +1,82 @@
+"""Reset terms: per-row state that must be reset with the env, run after the inner env's reset.
+
+A term is any object with ``reset(env_ids)``. In masked mode ``env_ids`` is a
+:class:`~gym_graphreset.selection.ResetSelection`; in the selected-row path it is a tensor of row ids;
+``None`` means every row. Optional hooks: ``bind(env)`` (called when the term is added),
+``on_step(reward, terminated, truncated)`` (every step, before the done-row reset) and
+``info(done_any)`` (extra keys for the step's info dict).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+from gym_graphreset.selection import fill_rows_, reset_selection_capable
+
+__all__ = ["EpisodeStatistics", "ResetTerm"]
+
+
+@runtime_checkable
+class ResetTerm(Protocol):
+    """What a reset term must implement."""
+
+    def reset(self, env_ids: Any) -> None:
+        """Reset the given rows (ids, a bool mask, a ResetSelection, or None for all)."""
+
+
+@reset_selection_capable
+class EpisodeStatistics:
+    """Torch-native, sync-free episode return and length, like Gymnasium's RecordEpisodeStatistics.
+
+    ``info["episode"] = {"r": returns, "l": lengths}`` holds, on rows whose episode ended this step,
+    the finished episode's return and length (0 elsewhere); ``info["_episode"]`` is that done mask.
+
+    Args:
+        num_envs: Batch size; taken from the env at ``bind`` when omitted.
+        device: Device; taken from the env at ``bind`` when omitted.
+    """
+
+    def __init__(self, num_envs: int | None = None, device: torch.device | str | None = None) -> None:
+        self._allocated = False
+        if num_envs is not None:
+            self._allocate(num_envs, torch.device(device or "cpu"))
+
+    def _allocate(self, num_envs: int, device: torch.device) -> None:
+        f32 = {"dtype": torch.float32, "device": device}
+        self.running_return = torch.zeros(num_envs, **f32)
+        self.running_length = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.episode_return = torch.zeros(num_envs, **f32)
+        self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.done = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self._allocated = True
+
+    def bind(self, env: Any) -> None:
+        """Allocate buffers for ``env``'s batch size and device (if not done in ``__init__``)."""
+        if not self._allocated:
+            self._allocate(env.num_envs, torch.device(env.device))
+
+    def on_step(self, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> None:
+        """Accumulate this step; publish finished episodes (no host read)."""
+        self.running_return.add_(reward.to(torch.float32))
+        self.running_length.add_(1)
+        self.done.copy_(terminated | truncated)
+        self.episode_return.copy_(torch.where(self.done, self.running_return, 0.0))
+        self.episode_length.copy_(torch.where(self.done, self.running_length, 0))
+
+    def reset(self, env_ids: Any) -> None:
+        """Zero the running sums of the selected rows."""
+        fill_rows_(self.running_return, env_ids, 0.0)
+        fill_rows_(self.running_length, env_ids, 0)
+
+    def clear_published(self) -> None:
+        """Forget published episodes (a full reset starts fresh)."""
+        self.done.fill_(False)
+        self.episode_return.zero_()
+        self.episode_length.zero_()
+
+    def info(self) -> dict[str, Any]:
+        """The info entries for this step."""
+        return {"episode": {"r": self.episode_return, "l": self.episode_length}, "_episode": self.done}
+

@@ -1,0 +1,105 @@
+"""The deferred validation latch: named device-side verdicts, polled with one host read.
+
+``require(ok, name, message)`` AND-s a verdict into a named slot on the device and records the first
+step at which it failed; it never reads the host, so it is legal inside a captured graph. ``poll()``
+reads every slot at once and raises :class:`DeferredValidationError` naming each failed check, its
+message and the step window it covers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["DeferredValidationError", "FailedCheck", "ValidationLatch"]
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """One failed check as reported by a poll."""
+
+    name: str
+    message: str
+    first_failed_step: int
+
+
+class DeferredValidationError(RuntimeError):
+    """A latched device-side check failed; raised at the poll that first saw it."""
+
+    def __init__(self, failures: list[FailedCheck], window: tuple[int, int]) -> None:
+        self.failures = failures
+        self.window = window
+        lines = [
+            f"  - {f.name}: {f.message} (first failed at step {f.first_failed_step})" for f in failures
+        ]
+        super().__init__(
+            f"{len(failures)} deferred check(s) failed between steps {window[0]} and {window[1]}:\n"
+            + "\n".join(lines)
+            + "\nThe env refuses to step until reset()."
+        )
+
+
+class ValidationLatch:
+    """Fixed-capacity named slots of ``first failed step`` (-1 = never failed), on the device.
+
+    Slots are allocated once (``capacity``); registering a name only assigns a slot index on the host,
+    so the device buffers keep their addresses and captured graphs stay valid.
+    """
+
+    def __init__(self, device: torch.device | str, capacity: int = 64) -> None:
+        self.device = torch.device(device)
+        self.capacity = capacity
+        self.first_failed = torch.full((capacity,), -1, dtype=torch.long, device=self.device)
+        self.step = torch.zeros((), dtype=torch.long, device=self.device)
+        self._slots: dict[str, int] = {}
+        self._messages: list[str] = []
+        self._window_start = 0
+
+    def slot(self, name: str, message: str) -> int:
+        """The slot index of ``name``, registering it (host-only) on first use."""
+        index = self._slots.get(name)
+        if index is None:
+            if len(self._slots) == self.capacity:
+                raise ValueError(f"validation latch is full ({self.capacity} named checks); names: {list(self._slots)}")
+            index = self._slots[name] = len(self._slots)
+            self._messages.append(message)
+        return index
+
+    @property
+    def names(self) -> list[str]:
+        """Registered check names, in registration order."""
+        return list(self._slots)
+
+    def require(self, ok: torch.Tensor, name: str, message: str) -> None:
+        """Latch ``ok.all()`` under ``name``; record the current step if it is the first failure."""
+        if not isinstance(ok, torch.Tensor):
+            raise TypeError(f"`ok` must be a bool torch.Tensor, got {type(ok).__name__}")
+        if ok.dtype != torch.bool:
+            raise TypeError(f"`ok` must have dtype torch.bool, got {ok.dtype}")
+        index = self.slot(name, message)
+        slot = self.first_failed[index : index + 1]
+        failed_now = ~ok.to(self.device).all()
+        slot.copy_(torch.where(failed_now & (slot < 0), self.step, slot))
+
+    def advance(self, steps: int = 1) -> None:
+        """Count a step on the device (captured code calls this too)."""
+        self.step.add_(steps)
+
+    def poll(self, host_step: int) -> None:
+        """One host read of every slot; raise on any failure, clearing the latch either way."""
+        first_failed = self.first_failed[: len(self._slots)].tolist()
+        window = (self._window_start, host_step)
+        self._window_start = host_step + 1
+        if all(v < 0 for v in first_failed):
+            return
+        self.clear()
+        names = list(self._slots)
+        failures = [
+            FailedCheck(names[i], self._messages[i], v) for i, v in enumerate(first_failed) if v >= 0
+        ]
+        raise DeferredValidationError(failures, window)
+
+    def clear(self) -> None:
+        """Forget every verdict (in place)."""
+        self.first_failed.fill_(-1)
