@@ -86,11 +86,15 @@ class ValidationLatch:
         """Count a step on the device (captured code calls this too)."""
         self.step.add_(steps)
 
-    def poll(self, host_step: int) -> None:
-        """One host read of every slot; raise on any failure, clearing the latch either way."""
+    def poll(self, steps_done: int) -> None:
+        """One host read of every slot; raise on any failure (naming steps since the last poll).
+
+        Args:
+            steps_done: Steps completed so far; the window reported is ``[last poll, steps_done - 1]``.
+        """
         first_failed = self.first_failed[: len(self._slots)].tolist()
-        window = (self._window_start, host_step)
-        self._window_start = host_step + 1
+        window = (self._window_start, steps_done - 1)
+        self._window_start = steps_done
         if all(v < 0 for v in first_failed):
             return
         self.clear()

@@ -162,7 +162,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._graph: AutoresetGraph[Any] | None = None
         self._static_actions: torch.Tensor | None = None
         for name, term in (reset_terms or {}).items():
-            self.add_reset_term(name, term)
+            self._add_term(name, term)
 
         if masked_autoreset:
             blockers = self.reset_selection_blockers()
@@ -211,14 +211,17 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     def add_reset_term(self, name: str, term: Any) -> None:
         """Add a reset term, run after the inner env's reset and the terms added before it."""
-        if not callable(getattr(term, "reset", None)):
-            raise TypeError(f"reset term {name!r} must have a `reset(env_ids)` method, got {type(term).__name__}")
-        if name in self._terms:
-            raise ValueError(f"a reset term named {name!r} already exists; names: {list(self._terms)}")
         if self.masked_autoreset and not supports_reset_selection(term):
             raise ResetSelectionUnsupportedError(
                 f"`masked_autoreset=True` but reset term {name!r} cannot take a ResetSelection"
             )
+        self._add_term(name, term)
+
+    def _add_term(self, name: str, term: Any) -> None:
+        if not callable(getattr(term, "reset", None)):
+            raise TypeError(f"reset term {name!r} must have a `reset(env_ids)` method, got {type(term).__name__}")
+        if name in self._terms:
+            raise ValueError(f"a reset term named {name!r} already exists; names: {list(self._terms)}")
         if callable(getattr(term, "bind", None)):
             term.bind(self)
         self._terms[name] = term
@@ -390,16 +393,17 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             self.require(finite, "finite_actions", "actions contained NaN or inf (those entries were zeroed)")
             actions = torch.where(finite, actions, 0.0)
         obs, reward, terminated, truncated, info = self.env.step(actions)
-        self.latch.advance()
-        if self.defer_finite_validation:
-            self._builtin_checks(obs, reward)
+        self._builtin_checks(obs, reward)
         for term in self._terms.values():
             if callable(getattr(term, "on_step", None)):
                 term.on_step(reward, terminated, truncated)
         done = terminated | truncated
         if self.masked_autoreset:
-            return self._masked_step(obs, reward, terminated, truncated, done, info)
-        return self._selected_step(obs, reward, terminated, truncated, done, info)
+            out = self._masked_step(obs, reward, terminated, truncated, done, info)
+        else:
+            out = self._selected_step(obs, reward, terminated, truncated, done, info)
+        self.latch.advance()  # verdicts above are stamped with this step's index
+        return out
 
     def _builtin_checks(self, obs: Any, reward: torch.Tensor) -> None:
         for _, leaf in tree_leaves(obs):
@@ -472,11 +476,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         reset_obs, _ = self.env.reset(options={"reset_mask": self.selection})
         for term in self._terms.values():
             term.reset(self.selection)
-        if self.defer_finite_validation:
-            for _, leaf in tree_leaves(reset_obs):
-                if leaf.dtype.is_floating_point:
-                    ok = torch.isfinite(leaf).reshape(self.num_envs, -1).all(dim=1) | ~done
-                    self.require(ok, "finite_reset_obs", "the masked reset produced NaN or inf observations")
+        for _, leaf in tree_leaves(reset_obs):
+            if leaf.dtype.is_floating_point:
+                ok = torch.isfinite(leaf).reshape(self.num_envs, -1).all(dim=1) | ~done
+                self.require(ok, "finite_reset_obs", "the masked reset produced NaN or inf observations")
         return tree_where(done, reset_obs, step_obs)
 
     def close(self, **kwargs: Any) -> None:

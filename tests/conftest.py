@@ -1,0 +1,117 @@
+"""Shared fixtures: devices, a scripted torch env whose terminations tests control, factories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from gym_graphreset import FixedShapeAutoresetVectorEnv, ResetSelection, resolve_reset_mask
+from gym_graphreset.envs import CartPoleVectorEnv
+from gym_graphreset.rng import counter_normal
+
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (run on the GPU machine)")
+
+MODES: dict[str, dict[str, Any]] = {
+    "selected": {},
+    "masked": {"masked_autoreset": True, "defer_finite_validation": True},
+    "masked_persistent": {"masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True},
+    "masked_persistent_depth1": {
+        "masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True,
+        "published_buffer_depth": 1,
+    },
+    "masked_persistent_depth4": {
+        "masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True,
+        "published_buffer_depth": 4,
+    },
+}
+GRAPH_MODES: dict[str, dict[str, Any]] = {
+    "reset_graph": {**MODES["masked_persistent"], "autoreset_cuda_graph": True, "autoreset_graph_warmup": 2},
+    "step_graph": {
+        **MODES["masked_persistent"], "autoreset_cuda_graph": True, "autoreset_graph_warmup": 2,
+        "cuda_graph_scope": "step",
+    },
+}
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, needs_cuda])])
+def device(request: pytest.FixtureRequest) -> torch.device:
+    """Every device test runs on the CPU and, where there is one, on CUDA."""
+    return torch.device(request.param)
+
+
+class ScriptedVectorEnv(VectorEnv):
+    """A torch env whose terminations/truncations follow a script, for driving reset sequences.
+
+    obs = (position (3,), episode index); position moves by the (Box) action; reset draws position from
+    the counter-based normal, so every reset path gives identical values.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED}
+    supports_reset_selection = True
+    supports_step_capture = True
+
+    def __init__(self, num_envs: int, terminated: torch.Tensor, truncated: torch.Tensor, device: Any = "cpu") -> None:
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (4,), np.float32)
+        self.single_action_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.term_script = terminated.to(self.device)
+        self.trunc_script = truncated.to(self.device)
+        self.t = torch.zeros(1, dtype=torch.long, device=self.device)
+        self.pos = torch.zeros(num_envs, 3, device=self.device)
+        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=self.device)
+        self.env_ids = torch.arange(num_envs, device=self.device)
+        self.seed = torch.zeros((), dtype=torch.long, device=self.device)
+        self.reset_calls = 0
+
+    def _obs(self) -> torch.Tensor:
+        return torch.cat([self.pos, self.episode.unsqueeze(1).float()], dim=1)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[torch.Tensor, dict]:
+        self.reset_calls += 1
+        if seed is not None:
+            self.seed.fill_(seed)
+            self.episode.fill_(-1)
+            self.t.zero_()
+        m = (options or {}).get("reset_mask")
+        mask = m.mask if isinstance(m, ResetSelection) else resolve_reset_mask(m, self.num_envs, self.device)
+        self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
+        draws = counter_normal(self.seed, self.env_ids, self.episode, 3)
+        self.pos.copy_(torch.where(mask.unsqueeze(1), draws, self.pos))
+        return self._obs(), {}
+
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        self.pos.add_(actions)
+        reward = self.pos.sum(dim=1)
+        idx = self.t.clamp(max=self.term_script.shape[0] - 1)
+        terminated = self.term_script.index_select(0, idx).squeeze(0)
+        truncated = self.trunc_script.index_select(0, idx).squeeze(0)
+        self.t.add_(1)
+        return self._obs(), reward, terminated, truncated, {"pos_norm": self.pos.norm(dim=1)}
+
+
+def scripted_env(num_envs: int, steps: int, p_done: float = 0.1, seed: int = 0, device: Any = "cpu") -> ScriptedVectorEnv:
+    """A scripted env with Bernoulli(p_done) terminations and rarer truncations."""
+    gen = torch.Generator().manual_seed(seed)
+    term = torch.rand(steps, num_envs, generator=gen) < p_done
+    trunc = torch.rand(steps, num_envs, generator=gen) < p_done / 3
+    return ScriptedVectorEnv(num_envs, term, trunc, device)
+
+
+@pytest.fixture
+def cartpole_factory():
+    """Build a wrapped CartPole for a mode."""
+
+    def make(num_envs: int = 8, device: Any = "cpu", **flags: Any) -> FixedShapeAutoresetVectorEnv:
+        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(num_envs, device=device), **flags)
+
+    return make

@@ -1,0 +1,53 @@
+"""Persistent stores and the publication ring: in-place writes, lifetimes, cycling addresses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gym_graphreset.buffers import PublicationRing, TensorStore, tree_where
+
+
+def _tree(v: float) -> tuple:
+    return (torch.full((3, 2), v), {"a": torch.full((3,), v), "n": "meta"})
+
+
+def test_store_writes_in_place() -> None:
+    store = TensorStore()
+    first = store.write(_tree(1.0))
+    second = store.write(_tree(2.0))
+    assert first[0] is second[0] and first[1]["a"] is second[1]["a"]
+    assert second[0].eq(2.0).all() and second[1]["n"] == "meta" and store.allocations == 2
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 5])
+def test_ring_lifetime_and_address_cycle(depth: int) -> None:
+    """What step t published is unchanged through step t+depth-1, and addresses cycle through depth slots."""
+    ring = PublicationRing(depth)
+    outs, ptrs = [], []
+    for t in range(4 * depth):
+        out = ring.publish(_tree(float(t)))
+        outs.append(out)
+        ptrs.append(out[0].data_ptr())
+        for back in range(depth):
+            if t - back >= 0:
+                assert outs[t - back][0].eq(float(t - back)).all()
+        if t >= depth:
+            assert outs[t - depth][0].eq(float(t)).all()  # its slot was reused now
+    assert len(set(ptrs)) == depth
+    assert ptrs == [ptrs[i % depth] for i in range(len(ptrs))]
+    assert ring.allocations == 2 * depth
+
+
+@pytest.mark.parametrize("depth", [0, -1, 1.5, True])
+def test_ring_rejects_bad_depth(depth) -> None:
+    with pytest.raises(ValueError, match="`published_buffer_depth` must be an int >= 1"):
+        PublicationRing(depth)
+
+
+def test_tree_where_rows() -> None:
+    mask = torch.tensor([True, False, True])
+    out = tree_where(mask, {"x": torch.ones(3, 2)}, {"x": torch.zeros(3, 2)})
+    assert out["x"].tolist() == [[1, 1], [0, 0], [1, 1]]
+    with pytest.raises(TypeError, match="observations must be tensors"):
+        tree_where(mask, 1.0, 2.0)

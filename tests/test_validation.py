@@ -1,0 +1,55 @@
+"""The validation latch: named verdicts on the device, one poll, first-failure steps, windows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gym_graphreset.validation import DeferredValidationError, ValidationLatch
+
+
+@pytest.fixture
+def latch() -> ValidationLatch:
+    return ValidationLatch("cpu", capacity=4)
+
+
+def test_passing_checks_poll_quietly(latch: ValidationLatch) -> None:
+    for _ in range(3):
+        latch.require(torch.tensor([True, True]), "a", "msg a")
+        latch.advance()
+    latch.poll(3)
+
+
+def test_failure_names_check_message_step_and_window(latch: ValidationLatch) -> None:
+    latch.require(torch.tensor(True), "fine", "never fails")
+    latch.advance()
+    latch.require(torch.tensor([True, False]), "bad", "something broke")
+    latch.advance()
+    latch.require(torch.tensor(False), "bad", "something broke")  # later failures keep the first step
+    latch.require(torch.tensor(False), "worse", "also broke")
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(7)
+    names = [f.name for f in err.value.failures]
+    assert names == ["bad", "worse"]
+    assert err.value.failures[0].first_failed_step == 1 and err.value.failures[1].first_failed_step == 2
+    assert err.value.window == (0, 6)
+    assert "something broke" in str(err.value) and "between steps 0 and 6" in str(err.value)
+    latch.poll(9)  # the failure was cleared with its report
+
+
+def test_latch_buffers_never_move(latch: ValidationLatch) -> None:
+    ptr = latch.first_failed.data_ptr()
+    for i in range(4):
+        latch.require(torch.tensor(i % 2 == 0), f"c{i}", "m")
+    assert latch.first_failed.data_ptr() == ptr and latch.names == ["c0", "c1", "c2", "c3"]
+
+
+def test_capacity_and_type_errors(latch: ValidationLatch) -> None:
+    for i in range(4):
+        latch.require(torch.tensor(True), f"c{i}", "m")
+    with pytest.raises(ValueError, match="latch is full"):
+        latch.require(torch.tensor(True), "c4", "m")
+    with pytest.raises(TypeError, match="dtype torch.bool"):
+        latch.require(torch.tensor(1.0), "c0", "m")
+    with pytest.raises(TypeError, match="bool torch.Tensor"):
+        latch.require(True, "c0", "m")  # type: ignore[arg-type]

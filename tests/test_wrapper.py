@@ -1,0 +1,469 @@
+"""FixedShapeAutoresetVectorEnv: Gymnasium parity, path equivalence, input checks, flags, negotiation,
+deferred validation, publication ring and episode statistics."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.wrappers.vector import NumpyToTorch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gym_graphreset import (
+    DeferredValidationError,
+    EpisodeStatistics,
+    FixedShapeAutoresetVectorEnv,
+    ResetSelection,
+    ResetSelectionUnsupportedError,
+)
+from gym_graphreset.envs import CartPoleVectorEnv
+
+from .conftest import MODES, ScriptedVectorEnv, scripted_env
+
+MASKED = MODES["masked"]
+
+
+def rollout(env: FixedShapeAutoresetVectorEnv, actions: list[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
+    """Step through ``actions``; clone what each step returned (so ring reuse cannot hide differences)."""
+    obs, _ = env.reset(seed=seed)
+    out = [{"obs": obs.clone()}]
+    for a in actions:
+        obs, rew, term, trunc, info = env.step(a)
+        rec = {"obs": obs.clone(), "rew": rew.clone(), "term": term.clone(), "trunc": trunc.clone()}
+        if "_final_obs" in info:
+            done = info["_final_obs"]
+            rec["final_obs"] = info["final_obs"][done].clone()
+            rec["_final_obs"] = done.clone()
+        if "_episode" in info:
+            done = info["_episode"]
+            rec["ep"] = (info["episode"]["r"][done].clone(), info["episode"]["l"][done].clone())
+        out.append(rec)
+    return out
+
+
+def assert_same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    """Identical values step for step; final_obs/episode compared on done rows (selected publishes them only then)."""
+    assert len(a) == len(b)
+    for t, (x, y) in enumerate(zip(a, b, strict=True)):
+        for key in ("obs", "rew", "term", "trunc"):
+            if key in x:
+                assert torch.equal(x[key], y[key]), f"{key} differs at step {t}"
+        x_done = x.get("_final_obs", torch.zeros(0, dtype=torch.bool))
+        y_done = y.get("_final_obs", torch.zeros(0, dtype=torch.bool))
+        if x_done.any() or y_done.any():
+            assert torch.equal(x_done, y_done), f"done mask differs at step {t}"
+            assert torch.equal(x["final_obs"], y["final_obs"]), f"final_obs differs at step {t}"
+            if "ep" in x or "ep" in y:
+                assert torch.equal(x["ep"][0], y["ep"][0]) and torch.equal(x["ep"][1], y["ep"][1])
+
+
+# ---------------------------------------------------------------- parity with Gymnasium
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_matches_gymnasium_same_step_cartpole(seed: int) -> None:
+    """Wrapping SyncVectorEnv(CartPole-v1, DISABLED) gives exactly Gymnasium's SAME_STEP output."""
+    n, steps = 4, 600  # past the 500-step truncation
+    ref = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
+                       vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    inner = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
+                         vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})
+    env = FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), reset_terms={"episode": EpisodeStatistics()})
+    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    ref_obs, _ = ref.reset(seed=seed)
+    obs, _ = env.reset(seed=seed)
+    np.testing.assert_array_equal(obs.numpy(), ref_obs)
+    rng = np.random.default_rng(seed)
+    saw_truncation = saw_termination = False
+    for _ in range(steps):
+        # Rows 0-1 balance (their episodes reach the 500-step truncation); rows 2-3 act at random.
+        a = np.where(np.arange(n) < 2, ref_obs[:, 2] + 0.5 * ref_obs[:, 3] > 0, rng.integers(0, 2, n)).astype(np.int64)
+        ref_obs, ref_r, ref_te, ref_tr, ref_info = ref.step(a)
+        obs, r, te, tr, info = env.step(torch.as_tensor(a))
+        np.testing.assert_array_equal(obs.numpy(), ref_obs)
+        np.testing.assert_array_equal(r.numpy(), ref_r)
+        np.testing.assert_array_equal(te.numpy(), ref_te)
+        np.testing.assert_array_equal(tr.numpy(), ref_tr)
+        assert ("final_obs" in info) == ("final_obs" in ref_info)
+        if "final_obs" in ref_info:
+            np.testing.assert_array_equal(info["_final_obs"].numpy(), ref_info["_final_obs"])
+            for i in np.flatnonzero(ref_info["_final_obs"]):
+                np.testing.assert_array_equal(info["final_obs"][i].numpy(), ref_info["final_obs"][i])
+        saw_truncation |= bool(ref_tr.any())
+        saw_termination |= bool(ref_te.any())
+    assert saw_truncation and saw_termination
+
+
+def test_matches_gymnasium_record_episode_statistics() -> None:
+    """The episode-statistics term reports what RecordEpisodeStatistics reports."""
+    n = 6
+    ref = gym.wrappers.vector.RecordEpisodeStatistics(
+        gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
+                     vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}))
+    inner = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
+                         vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})
+    env = FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), reset_terms={"ep": EpisodeStatistics()})
+    ref.reset(seed=3)
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(300):
+        a = rng.integers(0, 2, n)
+        *_, ref_info = ref.step(a)
+        *_, info = env.step(torch.as_tensor(a))
+        assert ("episode" in info) == ("episode" in ref_info)
+        if "episode" in ref_info:
+            done = ref_info["_episode"]
+            np.testing.assert_array_equal(info["_episode"].numpy(), done)
+            np.testing.assert_array_equal(info["episode"]["r"].numpy()[done], ref_info["episode"]["r"][done])
+            np.testing.assert_array_equal(info["episode"]["l"].numpy()[done], ref_info["episode"]["l"][done])
+            episodes += int(done.sum())
+    assert episodes > 20
+
+
+# ---------------------------------------------------------------- every path gives the same values
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "selected"])
+def test_cartpole_paths_identical(mode: str) -> None:
+    n, steps = 16, 400
+    gen = torch.Generator().manual_seed(1)
+    actions = [torch.randint(0, 2, (n,), generator=gen) for _ in range(steps)]
+
+    def make(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(n), reset_terms={"ep": EpisodeStatistics()}, **flags)
+
+    assert_same(rollout(make(MODES["selected"]), actions), rollout(make(MODES[mode]), actions))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 9),
+    steps=st.integers(1, 40),
+    p_done=st.floats(0.0, 0.9),
+    script_seed=st.integers(0, 2**16),
+    env_seed=st.integers(0, 2**31),
+    mode=st.sampled_from([m for m in MODES if m != "selected"]),
+)
+def test_paths_identical_on_random_sequences(n: int, steps: int, p_done: float, script_seed: int, env_seed: int,
+                                             mode: str) -> None:
+    """Random action/termination sequences: every fast path returns what the selected-row path returns."""
+    gen = torch.Generator().manual_seed(script_seed)
+    actions = [torch.randn(n, 3, generator=gen) for _ in range(steps)]
+
+    def make(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+        inner = scripted_env(n, steps, p_done, seed=script_seed)
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
+
+    assert_same(rollout(make(MODES["selected"]), actions, env_seed), rollout(make(MODES[mode]), actions, env_seed))
+
+
+def test_masked_publishes_final_obs_every_step() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10, p_done=0.0), **MASKED)
+    env.reset(seed=0)
+    obs, *_, info = env.step(torch.zeros(4, 3))
+    assert torch.equal(info["final_obs"], obs) and not info["_final_obs"].any()
+
+
+def test_done_rows_get_next_episode_and_final_obs() -> None:
+    term = torch.tensor([[True, False, False]])
+    env = FixedShapeAutoresetVectorEnv(ScriptedVectorEnv(3, term, torch.zeros(1, 3, dtype=torch.bool)), **MASKED)
+    obs0, _ = env.reset(seed=0)
+    obs, _, te, _, info = env.step(torch.ones(3, 3))
+    assert te.tolist() == [True, False, False]
+    assert obs[0, 3] == 1 and obs[1, 3] == 0  # row 0 is in its second episode
+    assert torch.allclose(info["final_obs"][0, :3], obs0[0, :3] + 1)
+
+
+def test_caller_options_not_mutated() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 5))
+    options = {"reset_mask": torch.tensor([True, False, True])}
+    env.reset(seed=0)
+    env.reset(options=options)
+    assert list(options) == ["reset_mask"]
+
+
+# ---------------------------------------------------------------- input checks
+
+
+@pytest.fixture
+def box_env() -> FixedShapeAutoresetVectorEnv:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 20, p_done=0.0))
+    env.reset(seed=0)
+    return env
+
+
+@pytest.mark.parametrize(
+    ("actions", "message"),
+    [
+        (torch.zeros(3, 3), "actions must have shape (4, 3), got (3, 3)"),
+        (torch.zeros(4), "actions must have shape (4, 3), got (4,)"),
+        (torch.zeros(4, 3, dtype=torch.long), "actions must have a floating dtype for a Box action space, got torch.int64"),
+        (np.zeros((4, 3), np.float32), "actions must be a torch.Tensor on cpu, got ndarray"),
+        (torch.full((4, 3), float("nan")), "actions must be finite; NaN or inf in rows [0, 1, 2, 3]"),
+    ],
+)
+def test_bad_actions_raise_and_env_keeps_working(box_env: FixedShapeAutoresetVectorEnv, actions, message: str) -> None:
+    before = box_env.env.pos.clone()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        box_env.step(actions)
+    assert torch.equal(box_env.env.pos, before)  # the inner env did not step
+    box_env.step(torch.zeros(4, 3))
+
+
+def test_discrete_actions_need_integers(cartpole_factory) -> None:
+    env = cartpole_factory(4)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape("an integer dtype for a Discrete action space, got torch.float32")):
+        env.step(torch.zeros(4))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU to put actions on another device")
+@pytest.mark.cuda
+def test_actions_on_wrong_device(box_env: FixedShapeAutoresetVectorEnv) -> None:
+    with pytest.raises(ValueError, match="actions must be on device cpu, got cuda:0"):
+        box_env.step(torch.zeros(4, 3, device="cuda"))
+
+
+def test_step_before_reset() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3))
+    with pytest.raises(RuntimeError, match=re.escape("call reset() before step()")):
+        env.step(torch.zeros(2, 3))
+
+
+# ---------------------------------------------------------------- flags
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"masked_autoreset": True}, "`masked_autoreset=True` requires `defer_finite_validation=True`"),
+        ({"autoreset_cuda_graph": True}, "`autoreset_cuda_graph=True` requires `masked_autoreset=True`"),
+        ({**MASKED, "autoreset_cuda_graph": True}, "persistent_step_buffers=False"),
+        ({**MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
+         "`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device cpu"),
+        ({"cuda_graph_scope": "step"}, "`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`"),
+        ({"cuda_graph_scope": "all"}, "`cuda_graph_scope` must be 'reset' or 'step', got 'all'"),
+        ({"published_buffer_depth": 0}, "`published_buffer_depth` must be an int >= 1, got 0"),
+        ({"validation_poll_interval": 0}, "`validation_poll_interval` must be an int >= 1, got 0"),
+        ({"autoreset_graph_capture_mode": "local"}, "`autoreset_graph_capture_mode` must be one of"),
+        ({"autoreset_graph_warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0, got -1"),
+        ({"masked_autoreset": 1}, "`masked_autoreset` must be a bool, got 1"),
+    ],
+)
+def test_invalid_flag_combinations(flags: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **flags)
+
+
+def test_next_step_inner_env_refused() -> None:
+    inner = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync")  # NEXT_STEP by default
+    with pytest.raises(ValueError, match=re.escape("build it with autoreset_mode=AutoresetMode.DISABLED")):
+        FixedShapeAutoresetVectorEnv(NumpyToTorch(inner))
+
+
+class _SameStepEnv(ScriptedVectorEnv):
+    """A torch env that autoresets itself (SAME_STEP) and publishes a full-width final_obs."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def step(self, actions):
+        obs, r, te, tr, info = super().step(actions)
+        done = te | tr
+        reset_obs, _ = self.reset(options={"reset_mask": done})
+        return torch.where(done[:, None], reset_obs, obs), r, te, tr, {"final_obs": obs, "_final_obs": done}
+
+
+def test_same_step_inner_env_passes_through() -> None:
+    inner = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync",
+                         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    with pytest.raises(ValueError, match="`masked_autoreset=True` needs an inner env with AutoresetMode.DISABLED"):
+        FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), **MASKED)
+    term = torch.tensor([[False, False], [True, False], [False, False]])
+    ep = EpisodeStatistics()
+    env = FixedShapeAutoresetVectorEnv(_SameStepEnv(2, term, torch.zeros_like(term)), reset_terms={"ep": ep})
+    env.reset(seed=0)
+    env.step(torch.zeros(2, 3))
+    obs, *_, info = env.step(torch.zeros(2, 3))
+    assert info["_final_obs"].tolist() == [True, False] and obs[0, 3] == 1  # the inner env reset row 0
+    assert info["episode"]["l"].tolist() == [2, 0] and ep.running_length.tolist() == [0, 2]
+
+
+# ---------------------------------------------------------------- negotiation
+
+
+class _PlainTerm:
+    def reset(self, env_ids) -> None: ...
+
+
+class _ResettingWrapper(VectorWrapper):
+    def reset(self, **kwargs):
+        return self.env.reset(**kwargs)
+
+
+class _ForwardingWrapper(VectorWrapper):
+    """Defines no reset: not a participant."""
+
+
+def test_blockers_named_and_masked_refused() -> None:
+    inner = _ForwardingWrapper(_ResettingWrapper(scripted_env(2, 3)))
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"my_term": _PlainTerm(), "ep": EpisodeStatistics()})
+    assert env.reset_selection_blockers() == ["_ResettingWrapper", "my_term"]
+    with pytest.raises(ResetSelectionUnsupportedError, match="_ResettingWrapper, my_term"):
+        FixedShapeAutoresetVectorEnv(inner, reset_terms={"my_term": _PlainTerm()}, **MASKED)
+
+
+def test_gymnasium_numpy_env_blockers() -> None:
+    inner = NumpyToTorch(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync",
+                                      vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}))
+    env = FixedShapeAutoresetVectorEnv(inner)
+    assert env.reset_selection_blockers() == ["NumpyToTorch", "SyncVectorEnv"]
+
+
+def test_add_reset_term_checks() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **MASKED)
+    with pytest.raises(ResetSelectionUnsupportedError, match="reset term 'plain' cannot take a ResetSelection"):
+        env.add_reset_term("plain", _PlainTerm())
+    env.add_reset_term("ep", EpisodeStatistics())
+    with pytest.raises(ValueError, match="a reset term named 'ep' already exists"):
+        env.add_reset_term("ep", EpisodeStatistics())
+    with pytest.raises(TypeError, match="must have a `reset\\(env_ids\\)` method"):
+        env.add_reset_term("x", object())
+
+
+class _OrderTerm:
+    supports_reset_selection = True
+
+    def __init__(self, name: str, log: list) -> None:
+        self.name, self.log = name, log
+
+    def reset(self, env_ids) -> None:
+        assert isinstance(env_ids, ResetSelection)
+        self.log.append(self.name)
+
+
+def test_terms_run_in_order_with_a_selection() -> None:
+    log: list[str] = []
+    inner = scripted_env(2, 3)
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"b": _OrderTerm("b", log)}, **MASKED)
+    env.add_reset_term("a", _OrderTerm("a", log))
+    env.reset(seed=0)
+    calls = inner.reset_calls
+    log.clear()
+    env.step(torch.zeros(2, 3))
+    assert log == ["b", "a"] and inner.reset_calls == calls + 1  # masked: the reset runs every step
+
+
+# ---------------------------------------------------------------- deferred validation
+
+
+class _NaNEnv(ScriptedVectorEnv):
+    """Produces NaN observations at step ``bad_step``."""
+
+    bad_step = 3
+
+    def step(self, actions):
+        obs, r, te, tr, info = super().step(actions)
+        return torch.where(self.t == self.bad_step + 1, float("nan"), obs), r, te, tr, info
+
+
+def _nan_env(n: int = 2) -> _NaNEnv:
+    return _NaNEnv(n, torch.zeros(1, n, dtype=torch.bool), torch.zeros(1, n, dtype=torch.bool))
+
+
+def test_deferred_failure_raised_at_poll_then_fails_closed() -> None:
+    env = FixedShapeAutoresetVectorEnv(_nan_env(), **MASKED, validation_poll_interval=8)
+    env.reset(seed=0)
+    for _ in range(7):
+        env.step(torch.zeros(2, 3))  # the NaN at step 3 is latched, not raised
+    with pytest.raises(DeferredValidationError) as err:
+        env.step(torch.zeros(2, 3))
+    failed = {f.name: f.first_failed_step for f in err.value.failures}
+    assert failed == {"finite_obs": 3}
+    assert err.value.window == (0, 7)
+    with pytest.raises(DeferredValidationError):
+        env.step(torch.zeros(2, 3))  # fails closed
+    env.reset(seed=1)
+    env.step(torch.zeros(2, 3))
+
+
+def test_non_deferred_polls_every_step() -> None:
+    env = FixedShapeAutoresetVectorEnv(_nan_env())
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(torch.zeros(2, 3))
+    with pytest.raises(DeferredValidationError, match="finite_obs"):
+        env.step(torch.zeros(2, 3))
+
+
+def test_deferred_nan_actions_are_latched_and_zeroed() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(2, 5, p_done=0.0), **MASKED, validation_poll_interval=100)
+    env.reset(seed=0)
+    before = env.env.pos.clone()
+    a = torch.tensor([[float("nan"), 1.0, 0.0], [0.0, 0.0, 0.0]])
+    env.step(a)
+    assert torch.isfinite(env.env.pos).all()  # state not corrupted
+    assert torch.equal(env.env.pos, before + torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    with pytest.raises(DeferredValidationError, match="finite_actions"):
+        env.poll_finite_validation()
+
+
+def test_user_require_and_poll_at_close() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(2, 5), **MASKED)
+    env.reset(seed=0)
+    env.require(torch.tensor([True, False]), "my_check", "row 1 is off")
+    with pytest.raises(DeferredValidationError, match="my_check: row 1 is off"):
+        env.close()
+    assert env.closed
+
+
+def test_pending_failure_raised_at_reset() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(2, 5), **MASKED)
+    env.reset(seed=0)
+    env.require(torch.tensor(False), "c", "m")
+    with pytest.raises(DeferredValidationError):
+        env.reset(seed=0)
+    env.reset(seed=0)  # the failure was reported; this reset recovers
+    env.step(torch.zeros(2, 3))
+
+
+# ---------------------------------------------------------------- publication ring
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_ring_keeps_published_values_for_depth_steps(depth: int) -> None:
+    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 30, p_done=0.3), **flags)
+    env.reset(seed=0)
+    held: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    ptrs = []
+    for t in range(12):
+        obs, rew, *_, info = env.step(torch.full((3, 3), float(t)))
+        held.append((obs, obs.clone(), info["final_obs"].clone()))
+        ptrs.append((obs.data_ptr(), rew.data_ptr(), info["final_obs"].data_ptr()))
+        for k in range(max(0, t - depth + 1), t + 1):
+            assert torch.equal(held[k][0], held[k][1]), f"step {k}'s obs changed before step {k + depth}"
+    assert len(set(ptrs)) == depth and ptrs == [ptrs[i % depth] for i in range(len(ptrs))]
+    assert env.ring.allocations == depth * len(list(_leaves(env)))
+
+
+def _leaves(env: FixedShapeAutoresetVectorEnv):
+    from gym_graphreset.buffers import tree_leaves
+
+    return tree_leaves(env.ring.slots[0]._buffers)
+
+
+def test_reset_with_mask_resets_terms_rows() -> None:
+    ep = EpisodeStatistics()
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 30, p_done=0.0), reset_terms={"ep": ep}, **MASKED)
+    env.reset(seed=0)
+    for _ in range(4):
+        env.step(torch.zeros(3, 3))
+    env.reset(options={"reset_mask": torch.tensor([False, True, False])})
+    assert ep.running_length.tolist() == [4, 0, 4]
