@@ -211,7 +211,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     def add_reset_term(self, name: str, term: Any) -> None:
         """Add a reset term, run after the inner env's reset and the terms added before it."""
-        if self.masked_autoreset and not supports_reset_selection(term):
+        if callable(getattr(term, "reset", None)) and self.masked_autoreset and not supports_reset_selection(term):
             raise ResetSelectionUnsupportedError(
                 f"`masked_autoreset=True` but reset term {name!r} cannot take a ResetSelection"
             )
