@@ -173,9 +173,16 @@ def _row_mask(sel: Any, t: torch.Tensor) -> torch.Tensor:
 
 
 def fill_rows_(t: torch.Tensor, sel: Any, value: float | int | bool | torch.Tensor) -> torch.Tensor:
-    """In place: ``t[rows] = value`` for the selected rows, as a masked write with no host read."""
-    value_t = torch.as_tensor(value, dtype=t.dtype, device=t.device)
-    t.copy_(torch.where(_row_mask(sel, t), value_t, t))
+    """In place: ``t[rows] = value`` for the selected rows, as a masked write with no host read.
+
+    ``value`` is a Python scalar (passed to the kernel, no host-to-device copy) or a tensor that
+    broadcasts to a row of ``t``.
+    """
+    mask = _row_mask(sel, t)
+    if isinstance(value, torch.Tensor):
+        t.copy_(torch.where(mask, value.to(t.device, t.dtype), t))
+    else:
+        t.masked_fill_(mask, value)
     return t
 
 

@@ -24,7 +24,7 @@ from gym_graphreset import (
 )
 from gym_graphreset.envs import CartPoleVectorEnv
 
-from .conftest import MODES, ScriptedVectorEnv, scripted_env
+from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, scripted_env
 
 MASKED = MODES["masked"]
 
@@ -32,17 +32,17 @@ MASKED = MODES["masked"]
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: list[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
     """Step through ``actions``; clone what each step returned (so ring reuse cannot hide differences)."""
     obs, _ = env.reset(seed=seed)
-    out = [{"obs": obs.clone()}]
+    out = [{"obs": obs.to("cpu", copy=True)}]
     for a in actions:
         obs, rew, term, trunc, info = env.step(a)
-        rec = {"obs": obs.clone(), "rew": rew.clone(), "term": term.clone(), "trunc": trunc.clone()}
+        rec = {"obs": obs.to("cpu", copy=True), "rew": rew.to("cpu", copy=True), "term": term.to("cpu", copy=True), "trunc": trunc.to("cpu", copy=True)}
         if "_final_obs" in info:
             done = info["_final_obs"]
-            rec["final_obs"] = info["final_obs"][done].clone()
-            rec["_final_obs"] = done.clone()
+            rec["final_obs"] = info["final_obs"][done].to("cpu", copy=True)
+            rec["_final_obs"] = done.to("cpu", copy=True)
         if "_episode" in info:
             done = info["_episode"]
-            rec["ep"] = (info["episode"]["r"][done].clone(), info["episode"]["l"][done].clone())
+            rec["ep"] = (info["episode"]["r"][done].to("cpu", copy=True), info["episode"]["l"][done].to("cpu", copy=True))
         out.append(rec)
     return out
 
@@ -130,16 +130,20 @@ def test_matches_gymnasium_record_episode_statistics() -> None:
 # ---------------------------------------------------------------- every path gives the same values
 
 
-@pytest.mark.parametrize("mode", [m for m in MODES if m != "selected"])
-def test_cartpole_paths_identical(mode: str) -> None:
+@pytest.mark.parametrize("mode", [m for m in MODES | GRAPH_MODES if m != "selected"])
+def test_cartpole_paths_identical(mode: str, device: torch.device) -> None:
+    """CartPole through every mode returns exactly what the selected-row path returns (CPU and CUDA)."""
+    if mode in GRAPH_MODES and device.type != "cuda":
+        pytest.skip("graph modes need CUDA (their refusal on the CPU is tested in test_invalid_flag_combinations)")
     n, steps = 16, 400
     gen = torch.Generator().manual_seed(1)
-    actions = [torch.randint(0, 2, (n,), generator=gen) for _ in range(steps)]
+    actions = [torch.randint(0, 2, (n,), generator=gen).to(device) for _ in range(steps)]
 
     def make(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(n), reset_terms={"ep": EpisodeStatistics()}, **flags)
+        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(n, device=device),
+                                            reset_terms={"ep": EpisodeStatistics()}, **flags)
 
-    assert_same(rollout(make(MODES["selected"]), actions), rollout(make(MODES[mode]), actions))
+    assert_same(rollout(make(MODES["selected"]), actions), rollout(make((MODES | GRAPH_MODES)[mode]), actions))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -67,11 +67,7 @@ class CartPoleVectorEnv(VectorEnv):
         self.device = torch.device(device)
         self.max_episode_steps = max_episode_steps
         self.render_mode = None
-        high = np.array(
-            [self.x_threshold * 2, np.finfo(np.float32).max, self.theta_threshold_radians * 2,
-             np.finfo(np.float32).max],
-            dtype=np.float32,
-        )
+        high = np.array([self.x_threshold * 2, np.inf, self.theta_threshold_radians * 2, np.inf], dtype=np.float32)
         self.single_observation_space = spaces.Box(-high, high, dtype=np.float32)
         self.single_action_space = spaces.Discrete(2)
         self.observation_space = batch_space(self.single_observation_space, num_envs)

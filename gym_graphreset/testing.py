@@ -1,0 +1,176 @@
+"""A conformance harness users run on their own envs and terms.
+
+- :func:`assert_sync_free`: the sleep canary. Queue a long GPU sleep on the env's stream, step a few
+  times, and check that the host came back while the GPU was still busy: no step waited for the device.
+  This sees every sync (torch's, warp's, the driver's), unlike torch's sync debug mode.
+- :func:`count_host_syncs`: torch's sync debug mode, for a traceback of the culprit (torch ops only).
+- :func:`assert_masked_matches_selected` / :func:`assert_capture_matches_eager`: run the same actions
+  through two configurations and compare every returned value.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from gym_graphreset.buffers import tree_leaves
+from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+
+__all__ = [
+    "SyncCanaryResult",
+    "assert_capture_matches_eager",
+    "assert_masked_matches_selected",
+    "assert_sync_free",
+    "count_host_syncs",
+    "rollout",
+]
+
+MASKED_FLAGS: dict[str, Any] = {"masked_autoreset": True, "defer_finite_validation": True}
+
+
+class SyncCanaryResult(dict):
+    """What the canary measured: ``host_seconds``, ``sleep_seconds``, ``gpu_busy_after``."""
+
+
+def _sleep_cycles(seconds: float, device: torch.device) -> int:
+    """GPU clock cycles that ``torch.cuda._sleep`` needs to spin for ``seconds`` (calibrated once)."""
+    with torch.cuda.device(device):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        probe = 20_000_000
+        start.record()
+        torch.cuda._sleep(probe)
+        end.record()
+        end.synchronize()
+        return int(seconds * probe / (start.elapsed_time(end) / 1e3))
+
+
+def assert_sync_free(
+    step: Callable[[], Any], *, device: torch.device | str = "cuda", steps: int = 4, sleep_seconds: float = 0.4
+) -> SyncCanaryResult:
+    """Assert that ``step()`` never waits for the GPU, with a sleep canary on the current stream.
+
+    Args:
+        step: One env step (build actions beforehand; making them must not sync either).
+        device: The env's CUDA device.
+        steps: Calls to make; keep it <= 5 (graphs with conditional nodes apply queue back-pressure after
+            ~10-30 launches, which looks like a sync but is not one).
+        sleep_seconds: GPU time queued ahead of the steps.
+
+    Raises:
+        AssertionError: A step blocked the host until the queued GPU work finished.
+    """
+    device = torch.device(device)
+    torch.cuda.synchronize(device)
+    stream = torch.cuda.current_stream(device)
+    torch.cuda._sleep(_sleep_cycles(sleep_seconds, device))
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    host = time.perf_counter() - start
+    busy = not stream.query()
+    torch.cuda.synchronize(device)
+    result = SyncCanaryResult(host_seconds=host, sleep_seconds=sleep_seconds, gpu_busy_after=busy)
+    if not busy or host > 0.5 * sleep_seconds:
+        raise AssertionError(
+            f"a step waited for the GPU: {steps} steps took {host * 1e3:.1f} ms of host time behind a "
+            f"{sleep_seconds * 1e3:.0f} ms GPU sleep (GPU still busy afterwards: {busy}); use "
+            "count_host_syncs() for a traceback of torch-side syncs"
+        )
+    return result
+
+
+def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
+    """Run ``fn`` under torch's sync debug mode; return the number of syncs and their warnings.
+
+    Sees only syncs made by torch operations (``.item()``, ``.nonzero()``, ``bool(t)``...), not warp's.
+    """
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+    messages = [str(w.message) for w in caught if "synchroniz" in str(w.message).lower()]
+    return len(messages), messages
+
+
+def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
+    """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned."""
+    obs, _ = env.reset(seed=seed)
+    records: list[dict[str, Any]] = [{"obs": _host(obs)}]
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        done = terminated | truncated
+        rec = {"obs": _host(obs), "reward": _host(reward), "terminated": _host(terminated),
+               "truncated": _host(truncated)}
+        if "final_obs" in info:
+            rec["final_obs"] = {p: v[done].cpu() for p, v in tree_leaves(info["final_obs"])}
+        if "episode" in info:
+            rec["episode"] = {k: v[done].cpu() for k, v in info["episode"].items()}
+        records.append(rec)
+    return records
+
+
+def _host(tree: Any) -> dict[Any, torch.Tensor]:
+    return {p: v.detach().cpu().clone() for p, v in tree_leaves(tree)}
+
+
+def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
+    if len(a) != len(b):
+        raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
+    for t, (x, y) in enumerate(zip(a, b, strict=True)):
+        for key in ("obs", "reward", "terminated", "truncated", "final_obs", "episode"):
+            if key not in x or key not in y:
+                continue
+            for leaf in x[key]:
+                u, v = x[key][leaf], y[key][leaf]
+                same = torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
+                if not same:
+                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}")
+
+
+def assert_masked_matches_selected(
+    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    actions: Sequence[torch.Tensor],
+    *,
+    flags: dict[str, Any] | None = None,
+    seed: int = 0,
+    atol: float = 0.0,
+) -> None:
+    """Assert that a masked configuration returns what the selected-row path returns, step for step.
+
+    Args:
+        env_factory: Builds a wrapped env from wrapper flags (``{}`` for the selected-row path).
+        actions: The actions to step.
+        flags: The masked configuration (default: masked autoreset with deferred validation).
+        seed: Reset seed of both runs.
+        atol: 0 for bitwise equality (counter-based draws on the CPU), else an absolute tolerance.
+    """
+    reference = rollout(env_factory({}), actions, seed)
+    candidate = rollout(env_factory(flags or MASKED_FLAGS), actions, seed)
+    _compare(reference, candidate, "masked vs selected", atol)
+
+
+def assert_capture_matches_eager(
+    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    actions: Sequence[torch.Tensor],
+    *,
+    cuda_graph_scope: str = "reset",
+    seed: int = 0,
+    atol: float = 0.0,
+) -> None:
+    """Assert that the captured configuration returns what the same configuration returns eagerly."""
+    eager_flags = {**MASKED_FLAGS, "persistent_step_buffers": True}
+    captured_flags = {**eager_flags, "autoreset_cuda_graph": True, "cuda_graph_scope": cuda_graph_scope}
+    reference = rollout(env_factory(eager_flags), actions, seed)
+    captured_env = env_factory(captured_flags)
+    candidate = rollout(captured_env, actions, seed)
+    if captured_env.graph is None or not captured_env.graph.captured:
+        raise AssertionError("the captured configuration never captured a graph (too few steps for the warm-up?)")
+    _compare(reference, candidate, f"captured ({cuda_graph_scope}) vs eager", atol)
