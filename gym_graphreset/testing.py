@@ -96,7 +96,7 @@ def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
             fn()
         finally:
             torch.cuda.set_sync_debug_mode(previous)
-    messages = [str(w.message) for w in caught if "synchroniz" in str(w.message).lower()]
+    messages = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if "synchroniz" in str(w.message).lower()]
     return len(messages), messages
 
 
