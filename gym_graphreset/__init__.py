@@ -4,6 +4,7 @@ Importing registers the ``gym_graphreset/...`` env ids with Gymnasium and does n
 initialisation, no global config changes).
 """
 
+from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.graph import AutoresetGraph, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
@@ -19,7 +20,6 @@ from gym_graphreset.selection import (
 from gym_graphreset.terms import EpisodeStatistics, ResetTerm
 from gym_graphreset.validation import DeferredValidationError
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
-from gym_graphreset import registration as _registration
 
 __version__ = "0.1.0"
 

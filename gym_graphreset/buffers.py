@@ -110,5 +110,5 @@ def tree_where(mask: torch.Tensor, a: Any, b: Any) -> Any:
 
 def tree_copy_(dst: Any, src: Any) -> None:
     """In-place ``dst.copy_(src)`` over matching trees."""
-    for (path, d), (_, s) in zip(tree_leaves(dst), tree_leaves(src), strict=True):
+    for (_path, d), (_, s) in zip(tree_leaves(dst), tree_leaves(src), strict=True):
         d.copy_(s)

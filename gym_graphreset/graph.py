@@ -49,8 +49,11 @@ def warp_external_capture(stream: torch.cuda.Stream, capture_mode: str) -> Itera
     """Join warp launches to the torch capture in progress on ``stream`` (same capture mode)."""
     import warp as wp
 
-    mode = {"global": wp.CaptureMode.GLOBAL, "thread_local": wp.CaptureMode.THREAD_LOCAL,
-            "relaxed": wp.CaptureMode.RELAXED}[check_capture_mode(capture_mode)]
+    mode = {
+        "global": wp.CaptureMode.GLOBAL,
+        "thread_local": wp.CaptureMode.THREAD_LOCAL,
+        "relaxed": wp.CaptureMode.RELAXED,
+    }[check_capture_mode(capture_mode)]
     wstream = wp.stream_from_torch(stream)
     wp.capture_begin(stream=wstream, external=True, capture_mode=mode)
     try:
@@ -126,6 +129,7 @@ class AutoresetGraph(Generic[_T]):
         self._outputs = None
 
     def __call__(self) -> _T:
+        """Run one step of the body: eager during warm-up, then capture once, then replay."""
         if self._graph is not None and self.fingerprint is not None and self.fingerprint() != self._fingerprint:
             if self.on_stale == "raise":
                 raise StaleGraphError(
@@ -160,12 +164,14 @@ class AutoresetGraph(Generic[_T]):
         gc.collect()
         gc.disable()  # stale warp graphs finalised mid-capture corrupt it
         try:
-            with self.transitions.recording_scope():
-                with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode):
-                    with ExitStack() as stack:
-                        for scope in self.capture_scopes:
-                            stack.enter_context(scope(self.stream, self.capture_mode))
-                        outputs = self.body()
+            with (
+                self.transitions.recording_scope(),
+                torch.cuda.graph(graph, stream=self.stream, capture_error_mode=self.capture_mode),
+                ExitStack() as stack,
+            ):
+                for scope in self.capture_scopes:
+                    stack.enter_context(scope(self.stream, self.capture_mode))
+                outputs = self.body()
         finally:
             if gc_was_enabled:
                 gc.enable()

@@ -41,7 +41,7 @@ class HostTransitions:
     def run(self, fn: Callable[[], Any], name: str | None = None) -> None:
         """Run ``fn`` now (eager) or record it (capturing)."""
         if self._recording:
-            self._recorded.append((name or getattr(fn, "__qualname__", repr(fn)), fn))
+            self._recorded.append((name or str(getattr(fn, "__qualname__", repr(fn))), fn))
         else:
             fn()
 

@@ -44,10 +44,9 @@ class EpisodeStatistics:
             self._allocate(num_envs, torch.device(device or "cpu"))
 
     def _allocate(self, num_envs: int, device: torch.device) -> None:
-        f32 = {"dtype": torch.float32, "device": device}
-        self.running_return = torch.zeros(num_envs, **f32)
+        self.running_return = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.running_length = torch.zeros(num_envs, dtype=torch.long, device=device)
-        self.episode_return = torch.zeros(num_envs, **f32)
+        self.episode_return = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.done = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._allocated = True
@@ -79,4 +78,3 @@ class EpisodeStatistics:
     def info(self) -> dict[str, Any]:
         """The info entries for this step."""
         return {"episode": {"r": self.episode_return, "l": self.episode_length}, "_episode": self.done}
-

@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -84,20 +86,30 @@ def assert_sync_free(
 
 
 def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
-    """Run ``fn`` under torch's sync debug mode; return the number of syncs and their warnings.
+    """Run ``fn`` under torch's sync debug mode; return the number of syncs and where each happened.
 
     Sees only syncs made by torch operations (``.item()``, ``.nonzero()``, ``bool(t)``...), not warp's.
+    Each location is the innermost frame outside torch, so the culprit's file and line are named.
     """
     previous = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings(record=True) as caught:
+    found: list[str] = []
+
+    def record(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if "synchroniz" not in str(message).lower():
+            return
+        frames = [f for f in traceback.extract_stack()[:-1] if f"{os.sep}torch{os.sep}" not in f.filename]
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else f"{filename}:{lineno}"
+        found.append(f"{where}: {message}")
+
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.showwarning = record
         torch.cuda.set_sync_debug_mode("warn")
         try:
             fn()
         finally:
             torch.cuda.set_sync_debug_mode(previous)
-    messages = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if "synchroniz" in str(w.message).lower()]
-    return len(messages), messages
+    return len(found), found
 
 
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
@@ -107,8 +119,12 @@ def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], 
     for a in actions:
         obs, reward, terminated, truncated, info = env.step(a)
         done = terminated | truncated
-        rec = {"obs": _host(obs), "reward": _host(reward), "terminated": _host(terminated),
-               "truncated": _host(truncated)}
+        rec = {
+            "obs": _host(obs),
+            "reward": _host(reward),
+            "terminated": _host(terminated),
+            "truncated": _host(truncated),
+        }
         if "final_obs" in info:
             rec["final_obs"] = {p: v[done].cpu() for p, v in tree_leaves(info["final_obs"])}
         if "episode" in info:

@@ -30,9 +30,7 @@ class DeferredValidationError(RuntimeError):
     def __init__(self, failures: list[FailedCheck], window: tuple[int, int]) -> None:
         self.failures = failures
         self.window = window
-        lines = [
-            f"  - {f.name}: {f.message} (first failed at step {f.first_failed_step})" for f in failures
-        ]
+        lines = [f"  - {f.name}: {f.message} (first failed at step {f.first_failed_step})" for f in failures]
         super().__init__(
             f"{len(failures)} deferred check(s) failed between steps {window[0]} and {window[1]}:\n"
             + "\n".join(lines)
@@ -99,9 +97,7 @@ class ValidationLatch:
             return
         self.clear()
         names = list(self._slots)
-        failures = [
-            FailedCheck(names[i], self._messages[i], v) for i, v in enumerate(first_failed) if v >= 0
-        ]
+        failures = [FailedCheck(names[i], self._messages[i], v) for i, v in enumerate(first_failed) if v >= 0]
         raise DeferredValidationError(failures, window)
 
     def clear(self) -> None:

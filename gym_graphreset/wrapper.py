@@ -102,8 +102,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.defer_finite_validation = _check_flag("defer_finite_validation", defer_finite_validation)
         self.persistent_step_buffers = _check_flag("persistent_step_buffers", persistent_step_buffers)
         self.autoreset_cuda_graph = _check_flag("autoreset_cuda_graph", autoreset_cuda_graph)
-        if isinstance(validation_poll_interval, bool) or not isinstance(validation_poll_interval, int) or (
-            validation_poll_interval < 1
+        if (
+            isinstance(validation_poll_interval, bool)
+            or not isinstance(validation_poll_interval, int)
+            or (validation_poll_interval < 1)
         ):
             raise ValueError(f"`validation_poll_interval` must be an int >= 1, got {validation_poll_interval!r}")
         self.validation_poll_interval = validation_poll_interval
@@ -112,8 +114,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise ValueError(f"`cuda_graph_scope` must be 'reset' or 'step', got {cuda_graph_scope!r}")
         self.cuda_graph_scope = cuda_graph_scope
         self.autoreset_graph_capture_mode = check_capture_mode(autoreset_graph_capture_mode)
-        if isinstance(autoreset_graph_warmup, bool) or not isinstance(autoreset_graph_warmup, int) or (
-            autoreset_graph_warmup < 0
+        if (
+            isinstance(autoreset_graph_warmup, bool)
+            or not isinstance(autoreset_graph_warmup, int)
+            or (autoreset_graph_warmup < 0)
         ):
             raise ValueError(f"`autoreset_graph_warmup` must be an int >= 0, got {autoreset_graph_warmup!r}")
         self.autoreset_graph_warmup = autoreset_graph_warmup
@@ -253,7 +257,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise
 
     def _check_actions(self, actions: Any) -> torch.Tensor:
-        expected = (self.num_envs, *self.single_action_space.shape)
+        expected = (self.num_envs, *(self.single_action_space.shape or ()))
         if not isinstance(actions, torch.Tensor):
             raise ValueError(f"actions must be a torch.Tensor on {self.device}, got {type(actions).__name__}")
         if tuple(actions.shape) != expected:
@@ -282,7 +286,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     # ------------------------------------------------------------------ reset
 
     def reset(
-        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the env (all rows, or ``options["reset_mask"]``) and every reset term.
 
@@ -352,21 +356,22 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         return obs, reward, terminated, truncated, dict(info)
 
     def _first_captured_step(self, actions: torch.Tensor) -> Any:
-        self._static_actions = actions.clone()
-        self._graph = self._make_graph(lambda: self._step_body(self._static_actions))
+        static = self._static_actions = actions.clone()
+        self._graph = self._make_graph(lambda: self._step_body(static))
         return self._graph()
 
     def _make_graph(self, body: Callable[[], Any]) -> AutoresetGraph[Any]:
         stream = None
         scopes = []
         generators: list[torch.Generator] = []
-        for env in self._chain():
-            stream = stream or getattr(env, "cuda_stream", None)
-            if callable(getattr(env, "graph_capture_scope", None)):
-                scopes.append(env.graph_capture_scope)
-            generators.extend(getattr(env, "torch_generators", lambda: [])())
-        for term in self._terms.values():
-            generators.extend(getattr(term, "torch_generators", lambda: [])())
+        for obj in (*self._chain(), *self._terms.values()):
+            stream = stream or getattr(obj, "cuda_stream", None)
+            scope = getattr(obj, "graph_capture_scope", None)
+            if callable(scope):
+                scopes.append(scope)
+            gens = getattr(obj, "torch_generators", None)
+            if callable(gens):
+                generators.extend(gens())
         return AutoresetGraph(
             body,
             device=self.device,
@@ -380,9 +385,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         )
 
     def _fingerprint(self) -> Hashable:
-        inner = tuple(
-            env.capture_fingerprint() for env in self._chain() if callable(getattr(env, "capture_fingerprint", None))
-        )
+        hooks = (getattr(obj, "capture_fingerprint", None) for obj in (*self._chain(), *self._terms.values()))
+        inner = tuple(hook() for hook in hooks if callable(hook))
         actions = self._static_actions.data_ptr() if self._static_actions is not None else 0
         carriers = tuple(sorted(self._carriers.pointers().items(), key=repr))
         return (self.selection.mask.data_ptr(), actions, carriers, inner, tuple(self._terms))
@@ -411,8 +415,9 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 self.require(torch.isfinite(leaf), "finite_obs", "the inner env returned NaN or inf observations")
         self.require(torch.isfinite(reward), "finite_reward", "the inner env returned NaN or inf rewards")
         for env in self._chain():
-            if callable(getattr(env, "deferred_checks", None)):
-                env.deferred_checks(self.require)
+            checks = getattr(env, "deferred_checks", None)
+            if callable(checks):
+                checks(self.require)
 
     def _term_infos(self, info: dict[str, Any]) -> None:
         for term in self._terms.values():
@@ -420,8 +425,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 info.update(term.info())
 
     def _selected_step(
-        self, obs: Any, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
-        done: torch.Tensor, info: dict[str, Any],
+        self,
+        obs: Any,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        done: torch.Tensor,
+        info: dict[str, Any],
     ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         info = dict(info)
         same_step = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
@@ -441,14 +451,25 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         return obs, reward, terminated, truncated, info
 
     def _masked_step(
-        self, obs: Any, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
-        done: torch.Tensor, info: dict[str, Any],
+        self,
+        obs: Any,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        done: torch.Tensor,
+        info: dict[str, Any],
     ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         info = dict(info)
         if self.persistent_step_buffers:
             c = self._carriers.write(
-                {"obs": obs, "final_obs": obs, "reward": reward, "terminated": terminated,
-                 "truncated": truncated, "done": done}
+                {
+                    "obs": obs,
+                    "final_obs": obs,
+                    "reward": reward,
+                    "terminated": terminated,
+                    "truncated": truncated,
+                    "done": done,
+                }
             )
             self._c = c
             if self.autoreset_cuda_graph and self.cuda_graph_scope == "reset":

@@ -23,18 +23,24 @@ MODES: dict[str, dict[str, Any]] = {
     "masked": {"masked_autoreset": True, "defer_finite_validation": True},
     "masked_persistent": {"masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True},
     "masked_persistent_depth1": {
-        "masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True,
+        "masked_autoreset": True,
+        "defer_finite_validation": True,
+        "persistent_step_buffers": True,
         "published_buffer_depth": 1,
     },
     "masked_persistent_depth4": {
-        "masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True,
+        "masked_autoreset": True,
+        "defer_finite_validation": True,
+        "persistent_step_buffers": True,
         "published_buffer_depth": 4,
     },
 }
 GRAPH_MODES: dict[str, dict[str, Any]] = {
     "reset_graph": {**MODES["masked_persistent"], "autoreset_cuda_graph": True, "autoreset_graph_warmup": 2},
     "step_graph": {
-        **MODES["masked_persistent"], "autoreset_cuda_graph": True, "autoreset_graph_warmup": 2,
+        **MODES["masked_persistent"],
+        "autoreset_cuda_graph": True,
+        "autoreset_graph_warmup": 2,
         "cuda_graph_scope": "step",
     },
 }
@@ -99,7 +105,9 @@ class ScriptedVectorEnv(VectorEnv):
         return self._obs(), reward, terminated, truncated, {"pos_norm": self.pos.norm(dim=1)}
 
 
-def scripted_env(num_envs: int, steps: int, p_done: float = 0.1, seed: int = 0, device: Any = "cpu") -> ScriptedVectorEnv:
+def scripted_env(
+    num_envs: int, steps: int, p_done: float = 0.1, seed: int = 0, device: Any = "cpu"
+) -> ScriptedVectorEnv:
     """A scripted env with Bernoulli(p_done) terminations and rarer truncations."""
     gen = torch.Generator().manual_seed(seed)
     term = torch.rand(steps, num_envs, generator=gen) < p_done

@@ -32,7 +32,7 @@ def test_dynamics_match_gymnasium_from_the_same_state() -> None:
         ref.state = s.copy()
     for _ in range(30):
         a = rng.integers(0, 2, n)
-        obs, r, te, tr, _ = env.step(torch.as_tensor(a))
+        obs, r, te, _tr, _ = env.step(torch.as_tensor(a))
         for i, ref in enumerate(refs):
             if ref.steps_beyond_terminated is not None:
                 continue

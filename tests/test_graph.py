@@ -21,15 +21,15 @@ def test_refused_off_cuda() -> None:
         AutoresetGraph(lambda: None, device="cpu")
 
 
-@pytest.mark.parametrize(("kw", "message"), [({"warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0"),
-                                             ({"capture_mode": "x"}, "must be one of")])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [({"warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0"), ({"capture_mode": "x"}, "must be one of")],
+)
 @needs_cuda
 @pytest.mark.cuda
 def test_bad_arguments(kw, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         AutoresetGraph(lambda: None, device="cuda", **kw)
-
-
 
 
 @pytest.mark.cuda
@@ -123,8 +123,9 @@ def test_capture_matches_eager(scope: str) -> None:
     actions = [torch.randint(0, 2, (256,), generator=gen).cuda() for _ in range(120)]
 
     def factory(flags):
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(256, device="cuda"),
-                                            reset_terms={"ep": EpisodeStatistics()}, **flags)
+        return FixedShapeAutoresetVectorEnv(
+            CartPoleVectorEnv(256, device="cuda"), reset_terms={"ep": EpisodeStatistics()}, **flags
+        )
 
     assert_capture_matches_eager(factory, actions, cuda_graph_scope=scope)
 
@@ -135,8 +136,9 @@ def test_capture_matches_eager(scope: str) -> None:
 def test_zero_host_syncs_between_polls(mode: str) -> None:
     """The sleep canary: the fast paths never wait for the GPU between polls."""
     flags = {**(MODES | GRAPH_MODES)[mode], "validation_poll_interval": 10_000}
-    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(1024, device="cuda"),
-                                       reset_terms={"ep": EpisodeStatistics()}, **flags)
+    env = FixedShapeAutoresetVectorEnv(
+        CartPoleVectorEnv(1024, device="cuda"), reset_terms={"ep": EpisodeStatistics()}, **flags
+    )
     env.reset(seed=0)
     a = torch.ones(1024, dtype=torch.long, device="cuda")
     for _ in range(6):  # warm-up and capture

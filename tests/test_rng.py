@@ -53,7 +53,9 @@ def test_normal_moments_and_tails() -> None:
 
 def test_seed_above_32_bits_matters() -> None:
     ids, ep = _ids(8)
-    assert not torch.equal(counter_uniform(torch.tensor(1), ids, ep, 2), counter_uniform(torch.tensor(1 + 2**40), ids, ep, 2))
+    assert not torch.equal(
+        counter_uniform(torch.tensor(1), ids, ep, 2), counter_uniform(torch.tensor(1 + 2**40), ids, ep, 2)
+    )
 
 
 @pytest.mark.cuda

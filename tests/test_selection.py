@@ -134,8 +134,15 @@ class _Plain:
 
 @pytest.mark.parametrize(
     ("cls", "capable"),
-    [(_Base, True), (_Inherits, True), (_Overrides, False), (_Redeclares, True), (_Decorated, True),
-     (_OptsOut, False), (_Plain, False)],
+    [
+        (_Base, True),
+        (_Inherits, True),
+        (_Overrides, False),
+        (_Redeclares, True),
+        (_Decorated, True),
+        (_OptsOut, False),
+        (_Plain, False),
+    ],
 )
 def test_mro_rule(cls: type, capable: bool) -> None:
     """A declaration counts only at or below the class that defines the effective reset."""

@@ -35,14 +35,22 @@ def rollout(env: FixedShapeAutoresetVectorEnv, actions: list[torch.Tensor], seed
     out = [{"obs": obs.to("cpu", copy=True)}]
     for a in actions:
         obs, rew, term, trunc, info = env.step(a)
-        rec = {"obs": obs.to("cpu", copy=True), "rew": rew.to("cpu", copy=True), "term": term.to("cpu", copy=True), "trunc": trunc.to("cpu", copy=True)}
+        rec = {
+            "obs": obs.to("cpu", copy=True),
+            "rew": rew.to("cpu", copy=True),
+            "term": term.to("cpu", copy=True),
+            "trunc": trunc.to("cpu", copy=True),
+        }
         if "_final_obs" in info:
             done = info["_final_obs"]
             rec["final_obs"] = info["final_obs"][done].to("cpu", copy=True)
             rec["_final_obs"] = done.to("cpu", copy=True)
         if "_episode" in info:
             done = info["_episode"]
-            rec["ep"] = (info["episode"]["r"][done].to("cpu", copy=True), info["episode"]["l"][done].to("cpu", copy=True))
+            rec["ep"] = (
+                info["episode"]["r"][done].to("cpu", copy=True),
+                info["episode"]["l"][done].to("cpu", copy=True),
+            )
         out.append(rec)
     return out
 
@@ -70,10 +78,12 @@ def assert_same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 def test_matches_gymnasium_same_step_cartpole(seed: int) -> None:
     """Wrapping SyncVectorEnv(CartPole-v1, DISABLED) gives exactly Gymnasium's SAME_STEP output."""
     n, steps = 4, 600  # past the 500-step truncation
-    ref = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
-                       vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
-    inner = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
-                         vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})
+    ref = gym.make_vec(
+        "CartPole-v1", n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}
+    )
+    inner = gym.make_vec(
+        "CartPole-v1", n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}
+    )
     env = FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), reset_terms={"episode": EpisodeStatistics()})
     assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     ref_obs, _ = ref.reset(seed=seed)
@@ -104,10 +114,13 @@ def test_matches_gymnasium_record_episode_statistics() -> None:
     """The episode-statistics term reports what RecordEpisodeStatistics reports."""
     n = 6
     ref = gym.wrappers.vector.RecordEpisodeStatistics(
-        gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
-                     vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}))
-    inner = gym.make_vec("CartPole-v1", n, vectorization_mode="sync",
-                         vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED})
+        gym.make_vec(
+            "CartPole-v1", n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}
+        )
+    )
+    inner = gym.make_vec(
+        "CartPole-v1", n, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}
+    )
     env = FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), reset_terms={"ep": EpisodeStatistics()})
     ref.reset(seed=3)
     env.reset(seed=3)
@@ -140,8 +153,9 @@ def test_cartpole_paths_identical(mode: str, device: torch.device) -> None:
     actions = [torch.randint(0, 2, (n,), generator=gen).to(device) for _ in range(steps)]
 
     def make(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(n, device=device),
-                                            reset_terms={"ep": EpisodeStatistics()}, **flags)
+        return FixedShapeAutoresetVectorEnv(
+            CartPoleVectorEnv(n, device=device), reset_terms={"ep": EpisodeStatistics()}, **flags
+        )
 
     assert_same(rollout(make(MODES["selected"]), actions), rollout(make((MODES | GRAPH_MODES)[mode]), actions))
 
@@ -155,8 +169,9 @@ def test_cartpole_paths_identical(mode: str, device: torch.device) -> None:
     env_seed=st.integers(0, 2**31),
     mode=st.sampled_from([m for m in MODES if m != "selected"]),
 )
-def test_paths_identical_on_random_sequences(n: int, steps: int, p_done: float, script_seed: int, env_seed: int,
-                                             mode: str) -> None:
+def test_paths_identical_on_random_sequences(
+    n: int, steps: int, p_done: float, script_seed: int, env_seed: int, mode: str
+) -> None:
     """Random action/termination sequences: every fast path returns what the selected-row path returns."""
     gen = torch.Generator().manual_seed(script_seed)
     actions = [torch.randn(n, 3, generator=gen) for _ in range(steps)]
@@ -208,7 +223,10 @@ def box_env() -> FixedShapeAutoresetVectorEnv:
     [
         (torch.zeros(3, 3), "actions must have shape (4, 3), got (3, 3)"),
         (torch.zeros(4), "actions must have shape (4, 3), got (4,)"),
-        (torch.zeros(4, 3, dtype=torch.long), "actions must have a floating dtype for a Box action space, got torch.int64"),
+        (
+            torch.zeros(4, 3, dtype=torch.long),
+            "actions must have a floating dtype for a Box action space, got torch.int64",
+        ),
         (np.zeros((4, 3), np.float32), "actions must be a torch.Tensor on cpu, got ndarray"),
         (torch.full((4, 3), float("nan")), "actions must be finite; NaN or inf in rows [0, 1, 2, 3]"),
     ],
@@ -250,8 +268,10 @@ def test_step_before_reset() -> None:
         ({"masked_autoreset": True}, "`masked_autoreset=True` requires `defer_finite_validation=True`"),
         ({"autoreset_cuda_graph": True}, "`autoreset_cuda_graph=True` requires `masked_autoreset=True`"),
         ({**MASKED, "autoreset_cuda_graph": True}, "persistent_step_buffers=False"),
-        ({**MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
-         "`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device cpu"),
+        (
+            {**MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
+            "`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device cpu",
+        ),
         ({"cuda_graph_scope": "step"}, "`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`"),
         ({"cuda_graph_scope": "all"}, "`cuda_graph_scope` must be 'reset' or 'step', got 'all'"),
         ({"published_buffer_depth": 0}, "`published_buffer_depth` must be an int >= 1, got 0"),
@@ -278,15 +298,16 @@ class _SameStepEnv(ScriptedVectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
     def step(self, actions):
-        obs, r, te, tr, info = super().step(actions)
+        obs, r, te, tr, _info = super().step(actions)
         done = te | tr
         reset_obs, _ = self.reset(options={"reset_mask": done})
         return torch.where(done[:, None], reset_obs, obs), r, te, tr, {"final_obs": obs, "_final_obs": done}
 
 
 def test_same_step_inner_env_passes_through() -> None:
-    inner = gym.make_vec("CartPole-v1", 2, vectorization_mode="sync",
-                         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP})
+    inner = gym.make_vec(
+        "CartPole-v1", 2, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}
+    )
     with pytest.raises(ValueError, match="`masked_autoreset=True` needs an inner env with AutoresetMode.DISABLED"):
         FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), **MASKED)
     term = torch.tensor([[False, False], [True, False], [False, False]])
@@ -324,8 +345,11 @@ def test_blockers_named_and_masked_refused() -> None:
 
 
 def test_gymnasium_numpy_env_blockers() -> None:
-    inner = NumpyToTorch(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync",
-                                      vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}))
+    inner = NumpyToTorch(
+        gym.make_vec(
+            "CartPole-v1", 2, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED}
+        )
+    )
     env = FixedShapeAutoresetVectorEnv(inner)
     assert env.reset_selection_blockers() == ["NumpyToTorch", "SyncVectorEnv"]
 

@@ -73,13 +73,14 @@ class CartPoleVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
 
-        kw = {"device": self.device}
-        self.state = torch.zeros(num_envs, 4, dtype=dtype, **kw)
-        self.elapsed = torch.zeros(num_envs, dtype=torch.long, **kw)
-        self.episode = torch.full((num_envs,), -1, dtype=torch.long, **kw)
-        self.env_ids = torch.arange(num_envs, dtype=torch.long, **kw) + int(global_env_offset)
-        self.seed = torch.tensor(int(np.random.SeedSequence().entropy) & 0x7FFFFFFFFFFFFFFF, **kw)
-        self._all = torch.ones(num_envs, dtype=torch.bool, **kw)
+        dev = self.device
+        self.state = torch.zeros(num_envs, 4, dtype=dtype, device=dev)
+        self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
+        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
+        self.env_ids = torch.arange(num_envs, dtype=torch.long, device=dev) + int(global_env_offset)
+        entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+        self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=dev)
+        self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
 
     def capture_fingerprint(self) -> tuple[int, ...]:
         """Addresses of the state a captured graph holds."""
@@ -105,9 +106,7 @@ class CartPoleVectorEnv(VectorEnv):
         else:
             mask = resolve_reset_mask(reset_mask, self.num_envs, self.device)
         self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
-        draws = counter_uniform(
-            self.seed, self.env_ids, self.episode, 4, low=-0.05, high=0.05, dtype=self.state.dtype
-        )
+        draws = counter_uniform(self.seed, self.env_ids, self.episode, 4, low=-0.05, high=0.05, dtype=self.state.dtype)
         self.state.copy_(torch.where(mask.unsqueeze(1), draws, self.state))
         self.elapsed.masked_fill_(mask, 0)
         return self._obs(), {}
@@ -129,8 +128,12 @@ class CartPoleVectorEnv(VectorEnv):
         )
         xacc = temp - polemass_length * thetaacc * costheta / total_mass
         new_state = torch.stack(
-            (x + self.tau * x_dot, x_dot + self.tau * xacc, theta + self.tau * theta_dot,
-             theta_dot + self.tau * thetaacc),
+            (
+                x + self.tau * x_dot,
+                x_dot + self.tau * xacc,
+                theta + self.tau * theta_dot,
+                theta_dot + self.tau * thetaacc,
+            ),
             dim=1,
         )
         self.state.copy_(new_state)

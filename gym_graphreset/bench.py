@@ -1,0 +1,220 @@
+"""Side-by-side measurement of the step modes on one env: ms/step, env-steps/s, host syncs/step.
+
+Used by the CLI (``python -m gym_graphreset demo|bench``) and the pytest-benchmark suite. Modes are
+measured in one process, one after another, on fresh envs built by the same factory, so their ratios
+are comparable; absolute numbers depend on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+from tqdm.auto import tqdm
+
+from gym_graphreset.terms import EpisodeStatistics
+from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+
+__all__ = [
+    "MODES",
+    "ModeResult",
+    "env_versions",
+    "measure_mode",
+    "measure_modes",
+    "plot_results",
+    "sample_actions",
+    "table",
+]
+
+_MASKED = {"masked_autoreset": True, "defer_finite_validation": True}
+MODES: dict[str, dict[str, Any]] = {
+    "selected": {},
+    "masked": dict(_MASKED),
+    "masked+persistent": {**_MASKED, "persistent_step_buffers": True},
+    "reset graph": {**_MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
+    "step graph": {
+        **_MASKED,
+        "persistent_step_buffers": True,
+        "autoreset_cuda_graph": True,
+        "cuda_graph_scope": "step",
+    },
+}
+CUDA_ONLY = ("reset graph", "step graph")
+
+
+@dataclass
+class ModeResult:
+    """One mode's measurement."""
+
+    mode: str
+    env_id: str
+    num_envs: int
+    device: str
+    steps: int
+    ms_per_step: float
+    env_steps_per_s: float
+    host_syncs_per_step: float | None
+    peak_gpu_mem_mb: float | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def env_versions() -> dict[str, str]:
+    """Versions of what the numbers depend on."""
+    versions = {"python": platform.python_version(), "torch": torch.__version__, "gymnasium": gym.__version__}
+    for name in ("warp", "mujoco", "mujoco_warp"):
+        try:
+            module = __import__(name)
+            versions[name] = str(getattr(module, "__version__", "?"))
+        except ImportError:
+            pass
+    if torch.cuda.is_available():
+        versions["gpu"] = torch.cuda.get_device_name()
+    return versions
+
+
+def sample_actions(space: gym.Space, device: torch.device, count: int, seed: int = 0) -> list[torch.Tensor]:
+    """``count`` random batched actions for ``space`` made up front (making them is not timed)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    out = []
+    for _ in range(count):
+        if isinstance(space, gym.spaces.Box):
+            low = torch.as_tensor(space.low, dtype=torch.float32)
+            high = torch.as_tensor(space.high, dtype=torch.float32)
+            out.append((low + (high - low) * torch.rand(space.shape, generator=gen)).to(device))
+        elif isinstance(space, gym.spaces.MultiDiscrete):
+            nvec = torch.as_tensor(space.nvec)
+            out.append((torch.rand(space.shape, generator=gen) * nvec).long().to(device))
+        else:
+            raise TypeError(f"cannot sample actions for {type(space).__name__}")
+    return out
+
+
+def measure_mode(
+    make_inner: Callable[[], gym.vector.VectorEnv],
+    mode: str,
+    *,
+    steps: int,
+    warmup: int = 10,
+    env_id: str = "",
+    progress: tqdm | None = None,
+) -> ModeResult:
+    """Time ``steps`` wrapper steps of ``mode`` after ``warmup`` untimed ones (which include any capture)."""
+    inner = make_inner()
+    flags = {**MODES[mode], "validation_poll_interval": 32} if mode != "selected" else {}
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"episode": EpisodeStatistics()}, **flags)
+    device = env.device
+    is_cuda = device.type == "cuda"
+    pool = sample_actions(env.action_space, device, 64)
+    env.reset(seed=0)
+    for i in range(warmup):
+        env.step(pool[i % len(pool)])
+    if is_cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(pool[i % len(pool)])
+        if progress is not None and i % 16 == 15:
+            progress.update(16)
+    if is_cuda:
+        torch.cuda.synchronize(device)
+    elapsed = time.perf_counter() - start
+    if progress is not None:
+        progress.update(steps % 16)
+    syncs: float | None = None
+    if is_cuda:
+        from gym_graphreset.testing import count_host_syncs
+
+        probe = 8
+        n, _ = count_host_syncs(lambda: [env.step(pool[j]) for j in range(probe)])
+        syncs = n / probe
+    env.close()
+    ms = elapsed / steps * 1e3
+    return ModeResult(
+        mode=mode,
+        env_id=env_id,
+        num_envs=env.num_envs,
+        device=str(device),
+        steps=steps,
+        ms_per_step=ms,
+        env_steps_per_s=env.num_envs * steps / elapsed,
+        host_syncs_per_step=syncs,
+        peak_gpu_mem_mb=torch.cuda.max_memory_allocated(device) / 2**20 if is_cuda else None,
+    )
+
+
+def measure_modes(
+    make_inner: Callable[[], gym.vector.VectorEnv],
+    modes: Sequence[str],
+    *,
+    steps: int,
+    warmup: int = 10,
+    env_id: str = "",
+    show_progress: bool = True,
+) -> list[ModeResult]:
+    """Measure each mode in turn with one progress bar over all of them."""
+    with tqdm(total=steps * len(modes), desc=f"{env_id or 'env'}", unit="step", disable=not show_progress) as bar:
+        results = []
+        for mode in modes:
+            bar.set_postfix_str(mode)
+            results.append(measure_mode(make_inner, mode, steps=steps, warmup=warmup, env_id=env_id, progress=bar))
+    return results
+
+
+def table(results: Sequence[ModeResult]) -> str:
+    """A Markdown table with ratios against the selected-row mode (speed-up > 1 is faster)."""
+    base = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "selected"}
+    lines = [
+        "| env | envs | mode | ms/step | env-steps/s | speed-up vs selected | host syncs/step |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        ref = base.get((r.env_id, r.num_envs))
+        ratio = f"{ref / r.ms_per_step:.2f}x" if ref else "-"
+        syncs = "-" if r.host_syncs_per_step is None else f"{r.host_syncs_per_step:.2f}"
+        lines.append(
+            f"| {r.env_id} | {r.num_envs} | {r.mode} | {r.ms_per_step:.3f} | {r.env_steps_per_s:,.0f} "
+            f"| {ratio} | {syncs} |"
+        )
+    return "\n".join(lines)
+
+
+def save_json(results: Sequence[ModeResult], path: Path) -> None:
+    """Write results with the versions they were measured with."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"versions": env_versions(), "results": [asdict(r) for r in results]}, indent=2))
+
+
+def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
+    """Bar chart of ms/step per mode (one group per env/batch)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
+    modes = [m for m in MODES if any(r.mode == m for r in results)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(groups) + 3), 4))
+    width = 0.8 / max(len(modes), 1)
+    for k, mode in enumerate(modes):
+        ys = [
+            next((r.ms_per_step for r in results if (r.env_id, r.num_envs) == g and r.mode == mode), 0.0)
+            for g in groups
+        ]
+        ax.bar([i + k * width for i in range(len(groups))], ys, width, label=mode)
+    ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(groups))])
+    ax.set_xticklabels([f"{g[0].split('/')[-1]}\n{g[1]} envs" for g in groups])
+    ax.set_ylabel("ms per env step (lower is better)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,80 @@
+"""Command line: ``python -m gym_graphreset {demo,bench}`` (also installed as ``gym-graphreset``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import gymnasium as gym
+import torch
+
+from gym_graphreset.bench import CUDA_ONLY, MODES, measure_modes, plot_results, save_json, table
+
+DEFAULT_ENV = "gym_graphreset/CartPole-v1"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text, steps, envs in (
+        ("demo", "a short run of every mode on the default env", 300, "4096"),
+        ("bench", "a longer run over several batch sizes, saved as JSON and a PNG plot", 1000, "512,4096,16384"),
+    ):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--env-id", default=DEFAULT_ENV, help=f"a registered vector env id (default: {DEFAULT_ENV})")
+        p.add_argument("--num-envs", default=envs, help=f"comma-separated batch sizes (default: {envs})")
+        p.add_argument("--steps", type=int, default=steps, help=f"timed steps per mode (default: {steps})")
+        p.add_argument("--warmup", type=int, default=10, help="untimed steps per mode, capture included (default: 10)")
+        p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
+        p.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: all that apply)")
+        p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
+        p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda asked for, but CUDA is not available", file=sys.stderr)
+        return 2
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        print(f"error: unknown mode(s) {unknown}; choose from {list(MODES)}", file=sys.stderr)
+        return 2
+    if device.type != "cuda":
+        skipped = [m for m in modes if m in CUDA_ONLY]
+        modes = [m for m in modes if m not in CUDA_ONLY]
+        print(f"No CUDA device: running on the CPU; skipping the CUDA-graph modes {skipped}.")
+    sizes = [int(n) for n in str(args.num_envs).split(",")]
+    results = []
+    for n in sizes:
+
+        def make_inner(n: int = n) -> gym.vector.VectorEnv:
+            return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", device=device)
+
+        results += measure_modes(
+            make_inner,
+            modes,
+            steps=args.steps,
+            warmup=args.warmup,
+            env_id=args.env_id,
+            show_progress=not args.no_progress,
+        )
+    print()
+    print(table(results))
+    stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
+    save_json(results, args.out / f"{stem}.json")
+    plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")
+    print(f"\nwrote {args.out / (stem + '.json')} and {args.out / (stem + '.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The CLI runs a short comparison on the CPU, prints the table and writes JSON and PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gym_graphreset.cli import main
+
+
+def test_demo_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "demo",
+            "--device",
+            "cpu",
+            "--num-envs",
+            "64",
+            "--steps",
+            "20",
+            "--warmup",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "running on the CPU" in out and "| masked+persistent |" in out and "1.00x" in out
+    data = json.loads((tmp_path / "demo-CartPole-v1-cpu.json").read_text())
+    assert [r["mode"] for r in data["results"]] == ["selected", "masked", "masked+persistent"]
+    assert all(r["env_steps_per_s"] > 0 for r in data["results"]) and "torch" in data["versions"]
+    assert (tmp_path / "demo-CartPole-v1-cpu.png").stat().st_size > 1000
+
+
+def test_unknown_mode_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--device", "cpu", "--modes", "fast"]) == 2
+    assert "unknown mode(s) ['fast']" in capsys.readouterr().err
+
+
+def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0 and "demo" in capsys.readouterr().out
