@@ -285,9 +285,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     # ------------------------------------------------------------------ reset
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset the env (all rows, or ``options["reset_mask"]``) and every reset term.
 
         Pending latched checks are polled first: a failure found there is raised (and the env stays
