@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 _MASKED = {"masked_autoreset": True, "defer_finite_validation": True}
-MODES: dict[str, dict[str, Any]] = {
+MODES: dict[str, dict[str, Any]] = {  # "bare physics" is added for MuJoCo Warp envs
     "selected": {},
     "masked": dict(_MASKED),
     "masked+persistent": {**_MASKED, "persistent_step_buffers": True},
@@ -150,6 +150,36 @@ def measure_mode(
     )
 
 
+def measure_bare_physics(
+    make_inner: Callable[[], gym.vector.VectorEnv], *, steps: int, warmup: int = 10, env_id: str = ""
+) -> ModeResult | None:
+    """Time the inner env's physics alone (``frame_skip`` substeps, captured on CUDA): the floor for a step.
+
+    Returns ``None`` for envs that are not MuJoCo Warp envs.
+    """
+    inner = make_inner()
+    run_physics = getattr(inner, "run_physics", None)
+    if not callable(run_physics):
+        return None
+    device = torch.device(inner.device)
+    inner.reset(seed=0)
+    for _ in range(warmup):
+        run_physics()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        run_physics()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elapsed = time.perf_counter() - start
+    return ModeResult(
+        mode="bare physics", env_id=env_id, num_envs=inner.num_envs, device=str(device), steps=steps,
+        ms_per_step=elapsed / steps * 1e3, env_steps_per_s=inner.num_envs * steps / elapsed,
+        host_syncs_per_step=None, peak_gpu_mem_mb=None,
+    )
+
+
 def measure_modes(
     make_inner: Callable[[], gym.vector.VectorEnv],
     modes: Sequence[str],
@@ -162,6 +192,9 @@ def measure_modes(
     """Measure each mode in turn with one progress bar over all of them."""
     with tqdm(total=steps * len(modes), desc=f"{env_id or 'env'}", unit="step", disable=not show_progress) as bar:
         results = []
+        bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
+        if bare is not None:
+            results.append(bare)
         for mode in modes:
             bar.set_postfix_str(mode)
             results.append(measure_mode(make_inner, mode, steps=steps, warmup=warmup, env_id=env_id, progress=bar))
@@ -169,19 +202,22 @@ def measure_modes(
 
 
 def table(results: Sequence[ModeResult]) -> str:
-    """A Markdown table with ratios against the selected-row mode (speed-up > 1 is faster)."""
+    """A Markdown table with ratios against the selected-row mode and against bare physics."""
     base = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "selected"}
+    physics = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "bare physics"}
     lines = [
-        "| env | envs | mode | ms/step | env-steps/s | speed-up vs selected | host syncs/step |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| env | envs | mode | ms/step | env-steps/s | speed-up vs selected | x bare physics | host syncs/step |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         ref = base.get((r.env_id, r.num_envs))
+        floor = physics.get((r.env_id, r.num_envs))
         ratio = f"{ref / r.ms_per_step:.2f}x" if ref else "-"
+        over = f"{r.ms_per_step / floor:.3f}" if floor else "-"
         syncs = "-" if r.host_syncs_per_step is None else f"{r.host_syncs_per_step:.2f}"
         lines.append(
             f"| {r.env_id} | {r.num_envs} | {r.mode} | {r.ms_per_step:.3f} | {r.env_steps_per_s:,.0f} "
-            f"| {ratio} | {syncs} |"
+            f"| {ratio} | {over} | {syncs} |"
         )
     return "\n".join(lines)
 
@@ -200,7 +236,7 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
-    modes = [m for m in MODES if any(r.mode == m for r in results)]
+    modes = [m for m in ("bare physics", *MODES) if any(r.mode == m for r in results)]
     fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(groups) + 3), 4))
     width = 0.8 / max(len(modes), 1)
     for k, mode in enumerate(modes):

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["register_envs"]
+__all__ = ["MUJOCO_TASKS", "register_envs"]
 
 
 def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
@@ -15,8 +15,33 @@ def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
     return CartPoleVectorEnv(num_envs, **kwargs)
 
 
+def _make_task(task: str) -> Any:
+    def make(num_envs: int = 1, **kwargs: Any) -> Any:
+        from gym_graphreset.envs.mujoco_tasks import TASKS
+
+        return TASKS[task](num_envs, **kwargs)
+
+    make.__name__ = f"make_{task.replace('-', '_')}"
+    return make
+
+
+MUJOCO_TASKS = (
+    "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
+    "HalfCheetah-v5",
+    "Hopper-v5",
+    "Walker2d-v5",
+    "Swimmer-v5",
+    "Ant-v5",
+    "Humanoid-v5",
+)
+
+
 def register_envs() -> None:
-    """Register every env id once (idempotent)."""
+    """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
+    for task in MUJOCO_TASKS:
+        if f"gym_graphreset/{task}" not in gym.registry:
+            gym.register(id=f"gym_graphreset/{task}", vector_entry_point=_make_task(task), max_episode_steps=1000)
     if "gym_graphreset/CartPole-v1" not in gym.registry:
         gym.register(
             id="gym_graphreset/CartPole-v1",

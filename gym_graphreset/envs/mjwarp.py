@@ -1,0 +1,389 @@
+"""``MJWarpVectorEnv``: MuJoCo Warp worlds as a Gymnasium ``VectorEnv`` of torch tensors, zero copy.
+
+One MJCF model, ``num_envs`` worlds (``nworld`` at the MuJoCo Warp boundary). State is read and written
+through torch views of the warp arrays (``wp.to_torch``); torch and warp launch on one stream. On CUDA the
+``frame_skip`` physics substeps and the masked reset are each a captured warp graph when run eagerly,
+and plain launches when the wrapper is capturing its own torch graph (warp joins it through external
+capture). On the CPU warp's CPU backend runs the same code.
+
+The masked reset reads no host data: ``mujoco_warp.reset_data`` with a preallocated ``wp.array`` mask,
+masked writes of counter-based initial-state draws, then the position/velocity kinematics that
+observations read. Task subclasses (:mod:`gym_graphreset.envs.mujoco_tasks`) define observation, reward,
+termination and reset noise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from gym_graphreset.graph import warp_external_capture
+from gym_graphreset.rng import counter_normal, counter_uniform
+from gym_graphreset.selection import ResetSelection, resolve_reset_mask
+
+__all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
+
+# Overflow bits that invalidate physics (ITERATIONS / LS_ITERATIONS only warn about convergence).
+OVERFLOW_CHECKS: dict[str, int] = {
+    "NEFC": 1 << 0,
+    "NJMAX_NNZ": 1 << 1,
+    "BROADPHASE": 1 << 2,
+    "NARROWPHASE": 1 << 3,
+    "CCD": 1 << 4,
+    "HFIELD": 1 << 5,
+    "CONTACT_MATCH": 1 << 6,
+    "NVMAX": 1 << 7,
+    "EPA_HORIZON": 1 << 8,
+}
+
+
+def default_device() -> torch.device:
+    """CUDA when available, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class MJWarpVectorEnv(VectorEnv):
+    """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
+
+    Subclasses implement :meth:`_observe`, :meth:`_reward_terminated` and may override
+    :meth:`_progress` and :meth:`_sample_initial_state`.
+
+    Args:
+        model: Path to an MJCF file, or the XML itself.
+        num_envs: Number of worlds.
+        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (default: CUDA when available).
+        frame_skip: Physics substeps per env step.
+        nconmax: Contacts allocated per world (``None``: MuJoCo Warp's default).
+        njmax: Constraint rows allocated per world (``None``: MuJoCo Warp's default).
+        max_episode_steps: Truncation horizon.
+        global_env_offset: Global index of world 0, for several processes splitting one population.
+        model_edits: Called with the ``mujoco.MjModel`` before it goes to the device.
+        render_mode: Unsupported; must be ``None``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}
+    supports_reset_selection = True
+    supports_step_capture = True
+
+    def __init__(
+        self,
+        model: str | Path,
+        num_envs: int,
+        *,
+        device: torch.device | str | None = None,
+        frame_skip: int = 5,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+        max_episode_steps: int = 1000,
+        global_env_offset: int = 0,
+        model_edits: Callable[[Any], None] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        import mujoco
+        import mujoco_warp as mjw
+        import warp as wp
+
+        if num_envs < 1:
+            raise ValueError(f"`num_envs` must be >= 1, got {num_envs}")
+        if frame_skip < 1:
+            raise ValueError(f"`frame_skip` must be >= 1, got {frame_skip}")
+        if render_mode is not None:
+            raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
+        self.render_mode = None
+        self.num_envs = num_envs
+        self.frame_skip = frame_skip
+        self.max_episode_steps = max_episode_steps
+        self.device = torch.device(device) if device is not None else default_device()
+        if self.device.type == "cuda":
+            if not torch.cuda.is_available():
+                raise ValueError(f"device {self.device} asked for, but CUDA is not available")
+            if self.device.index is None:
+                self.device = torch.device("cuda", torch.cuda.current_device())
+        elif self.device.type != "cpu":
+            raise ValueError(f"`device` must be 'cpu' or 'cuda[:N]', got {self.device}")
+
+        text = str(model)
+        self.mjm = (
+            mujoco.MjModel.from_xml_string(text) if text.lstrip().startswith("<") else mujoco.MjModel.from_xml_path(text)
+        )
+        if model_edits is not None:
+            model_edits(self.mjm)
+        self.dt = float(self.mjm.opt.timestep) * frame_skip
+
+        self._mjw = mjw
+        self._wp = wp
+        wp.init()  # idempotent; at construction, never at import
+        self.wp_device = wp.device_from_torch(self.device)
+        self.cuda_stream: torch.cuda.Stream | None = None
+        self._wstream: Any = None
+        if self.device.type == "cuda":
+            self.cuda_stream = torch.cuda.Stream(self.device)
+            self._wstream = wp.stream_from_torch(self.cuda_stream)
+        with self._on_stream(wait=False):
+            self.m = mjw.put_model(self.mjm)
+            self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
+            self.d = mjw.make_data(self.mjm, nworld=num_envs, nconmax=nconmax, njmax=njmax)
+            self._reset_mask_wp = wp.zeros(num_envs, dtype=bool, device=self.wp_device)
+        t = wp.to_torch
+        d = self.d
+        self.qpos, self.qvel, self.ctrl = t(d.qpos), t(d.qvel), t(d.ctrl)
+        self.xpos, self.xipos, self.site_xpos = t(d.xpos), t(d.xipos), t(d.site_xpos)
+        self.cinert, self.cvel, self.cfrc_ext = t(d.cinert), t(d.cvel), t(d.cfrc_ext)
+        self.qfrc_actuator, self.qfrc_constraint = t(d.qfrc_actuator), t(d.qfrc_constraint)
+        self.overflow = t(d.overflow)
+        self._reset_mask = t(self._reset_mask_wp)
+
+        dev = self.device
+        self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
+        self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
+        self.body_mass = torch.as_tensor(self.mjm.body_mass, dtype=torch.float32, device=dev)
+        self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
+        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
+        self.env_ids = torch.arange(num_envs, dtype=torch.long, device=dev) + int(global_env_offset)
+        entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+        self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=dev)
+        self.overflow_seen = torch.zeros(num_envs, dtype=self.overflow.dtype, device=dev)
+        self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
+
+        ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
+        self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._physics_graph: Any = None
+        self._reset_graph: Any = None
+        with self._on_stream():
+            self._reset_all_worlds()
+            self._progress_buf = self._progress().clone()
+            obs_dim = self._observe().shape[1]
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+
+    # ------------------------------------------------------------------ task hooks
+
+    def _observe(self) -> torch.Tensor:
+        """Observation of every world, ``(num_envs, obs_dim)`` float32."""
+        raise NotImplementedError
+
+    def _reward_terminated(
+        self, before: torch.Tensor, after: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reward and termination of every world after the physics of one env step."""
+        raise NotImplementedError
+
+    def _progress(self) -> torch.Tensor:
+        """The position whose change over a step is the forward velocity (default: root x)."""
+        return self.qpos[:, :1].clone()
+
+    qpos_noise: str = "uniform"
+    qvel_noise: str = "uniform"
+    reset_noise_scale: float = 0.1
+
+    def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full-width initial (qpos, qvel) draws for every world's current episode index."""
+        s = self.reset_noise_scale
+        draws = {"uniform": lambda n, k: counter_uniform(self.seed, self.env_ids, self.episode, n, stream=k,
+                                                         low=-s, high=s),
+                 "normal": lambda n, k: counter_normal(self.seed, self.env_ids, self.episode, n, stream=k, std=s)}
+        qpos = self.init_qpos + draws[self.qpos_noise](self.mjm.nq, 0)
+        qvel = self.init_qvel + draws[self.qvel_noise](self.mjm.nv, 1)
+        return qpos, qvel
+
+    # ------------------------------------------------------------------ streams and capture
+
+    @contextlib.contextmanager
+    def _on_stream(self, wait: bool = True) -> Iterator[None]:
+        """Run torch and warp work on the env's stream (ordered after the caller's stream)."""
+        if self.cuda_stream is None:
+            with self._wp.ScopedDevice(self.wp_device):
+                yield
+            return
+        caller = torch.cuda.current_stream(self.device)
+        if wait:
+            self.cuda_stream.wait_stream(caller)
+        with torch.cuda.stream(self.cuda_stream), self._wp.ScopedStream(self._wstream, sync_enter=False):
+            yield
+        if wait:
+            caller.wait_stream(self.cuda_stream)
+
+    def _capturing(self) -> bool:
+        return self.cuda_stream is not None and torch.cuda.is_current_stream_capturing()
+
+    def graph_capture_scope(self, stream: torch.cuda.Stream, capture_mode: str) -> contextlib.AbstractContextManager[Any]:
+        """Warp's external capture joined to the torch capture on ``stream``."""
+        if stream.cuda_stream != self.cuda_stream.cuda_stream:  # type: ignore[union-attr]
+            raise ValueError("the graph must be captured on the env's own stream (`env.cuda_stream`)")
+        return warp_external_capture(stream, capture_mode)
+
+    def capture_fingerprint(self) -> tuple[int, ...]:
+        """Addresses of the buffers a captured graph holds."""
+        return tuple(
+            t.data_ptr()
+            for t in (self.qpos, self.qvel, self.ctrl, self._reset_mask, self.elapsed, self.episode, self.seed,
+                      self._progress_buf, self.overflow_seen)
+        )
+
+    def _run(self, name: str, fn: Callable[[], None]) -> None:
+        """Run warp work: a captured warp graph when eager on CUDA, plain launches otherwise."""
+        wp = self._wp
+        if self.cuda_stream is None or self._capturing():
+            fn()
+            return
+        graph = getattr(self, name)
+        if graph is None:
+            fn()  # loads every module (and compiles closures) before capture
+            with wp.ScopedCapture(device=self.wp_device, stream=self._wstream) as capture:
+                fn()
+            graph = capture.graph
+            setattr(self, name, graph)
+            return  # the capture above did not run; the eager call did (one logical call)
+        wp.capture_launch(graph, stream=self._wstream)
+
+    # ------------------------------------------------------------------ physics
+
+    needs_cfrc_ext: bool = False
+
+    def _physics_body(self) -> None:
+        for _ in range(self.frame_skip):
+            self._mjw.step(self.m, self.d)
+        if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
+            from mujoco_warp._src import smooth
+
+            smooth.rne_postconstraint(self.m, self.d)
+
+    def run_physics(self) -> None:
+        """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost."""
+        with self._on_stream():
+            self._run("_physics_graph", self._physics_body)
+
+    def _reset_body(self) -> None:
+        self._mjw.reset_data(self.m, self.d, reset=self._reset_mask_wp)
+
+    def _refresh_kinematics(self) -> None:
+        from mujoco_warp._src import smooth
+
+        smooth.kinematics(self.m, self.d)
+        smooth.com_pos(self.m, self.d)
+        smooth.com_vel(self.m, self.d)
+
+    def _reset_graph_body(self) -> None:
+        self._reset_body()
+
+    # ------------------------------------------------------------------ Gymnasium API
+
+    def _reset_all_worlds(self) -> None:
+        self._masked_reset(self._all)
+
+    def _masked_reset(self, mask: torch.Tensor) -> None:
+        """Reset the worlds of ``mask``; no host read. Derived fields are refreshed for every world
+        (pure functions of qpos/qvel, so the untouched worlds get the values they would anyway)."""
+        self._reset_mask.copy_(mask)
+        self._run("_reset_graph", self._reset_graph_body)
+        self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
+        qpos, qvel = self._sample_initial_state()
+        m2 = mask.unsqueeze(1)
+        self.qpos.copy_(torch.where(m2, qpos, self.qpos))
+        self.qvel.copy_(torch.where(m2, qvel, self.qvel))
+        m3 = mask.view(-1, 1, 1)
+        self.cfrc_ext.copy_(torch.where(m3, 0.0, self.cfrc_ext))
+        self.qfrc_actuator.copy_(torch.where(m2, 0.0, self.qfrc_actuator))
+        self.qfrc_constraint.copy_(torch.where(m2, 0.0, self.qfrc_constraint))
+        self.elapsed.masked_fill_(mask, 0)
+        self._run("_kinematics_graph", self._refresh_kinematics)
+        if hasattr(self, "_progress_buf"):
+            self._progress_buf.copy_(torch.where(mask.view(-1, *([1] * (self._progress_buf.dim() - 1))),
+                                                 self._progress(), self._progress_buf))
+
+    _kinematics_graph: Any = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
+        if seed is not None:
+            if not isinstance(seed, (int, np.integer)):
+                raise ValueError(f"`seed` must be an int or None, got {seed!r}")
+            self.seed.fill_(int(seed))
+            self.episode.fill_(-1)
+        reset_mask = (options or {}).get("reset_mask")
+        if reset_mask is None:
+            mask = self._all
+        elif isinstance(reset_mask, ResetSelection):
+            mask = reset_mask.mask
+        else:
+            mask = resolve_reset_mask(reset_mask, self.num_envs, self.device)
+        with self._on_stream():
+            self._masked_reset(mask)
+            obs = self._observe()
+        return obs, {}
+
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Write ``actions`` to ctrl, run ``frame_skip`` substeps, compute obs, reward and flags."""
+        if actions.shape != self.ctrl.shape:
+            raise ValueError(f"actions must have shape {tuple(self.ctrl.shape)}, got {tuple(actions.shape)}")
+        with self._on_stream():
+            action = actions.to(self.device, torch.float32)
+            self.ctrl.copy_(action)
+            before = self._progress_buf.clone()
+            self._run("_physics_graph", self._physics_body)
+            after = self._progress()
+            self._progress_buf.copy_(after)
+            self.elapsed.add_(1)
+            self.overflow_seen.bitwise_or_(self.overflow)
+            obs = self._observe()
+            reward, terminated = self._reward_terminated(before, after, action)
+            truncated = self.elapsed >= self.max_episode_steps
+        return obs, reward, terminated, truncated, {}
+
+    def deferred_checks(self, require: Callable[[torch.Tensor, str, str], None]) -> None:
+        """Latch overflow bits (before the reset clears them) and finite state; no host read."""
+        self.overflow_seen.bitwise_or_(self.overflow)
+        for name, bit in OVERFLOW_CHECKS.items():
+            require((self.overflow_seen & bit) == 0, f"mjwarp_overflow[{name}]",
+                    f"MuJoCo Warp {name} overflow: raise nconmax/njmax for this model")
+        finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
+        require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
+        self.overflow_seen.zero_()
+
+    def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:
+        """Set qpos/qvel of the given worlds (all by default) and refresh derived quantities."""
+        mask = resolve_reset_mask(env_ids, self.num_envs, self.device)
+        qpos = torch.as_tensor(qpos, dtype=torch.float32, device=self.device).expand_as(self.qpos)
+        qvel = torch.as_tensor(qvel, dtype=torch.float32, device=self.device).expand_as(self.qvel)
+        with self._on_stream():
+            self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
+            self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
+            self._run("_kinematics_graph", self._refresh_kinematics)
+            self._progress_buf.copy_(torch.where(mask.view(-1, *([1] * (self._progress_buf.dim() - 1))),
+                                                 self._progress(), self._progress_buf))
+
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
+        return self.qpos.clone(), self.qvel.clone()
+
+    @property
+    def nworld(self) -> int:
+        """``num_envs`` as MuJoCo Warp calls it."""
+        return self.num_envs
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"
+
+
+def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
+    """``low < x < high`` with infinite bounds allowed."""
+    ok = torch.ones_like(x, dtype=torch.bool)
+    if not math.isinf(low):
+        ok &= x > low
+    if not math.isinf(high):
+        ok &= x < high
+    return ok
