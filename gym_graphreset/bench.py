@@ -161,7 +161,7 @@ def measure_bare_physics(
     run_physics = getattr(inner, "run_physics", None)
     if not callable(run_physics):
         return None
-    device = torch.device(inner.device)
+    device = torch.device(getattr(inner, "device", "cpu"))
     inner.reset(seed=0)
     for _ in range(warmup):
         run_physics()
@@ -174,9 +174,15 @@ def measure_bare_physics(
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start
     return ModeResult(
-        mode="bare physics", env_id=env_id, num_envs=inner.num_envs, device=str(device), steps=steps,
-        ms_per_step=elapsed / steps * 1e3, env_steps_per_s=inner.num_envs * steps / elapsed,
-        host_syncs_per_step=None, peak_gpu_mem_mb=None,
+        mode="bare physics",
+        env_id=env_id,
+        num_envs=inner.num_envs,
+        device=str(device),
+        steps=steps,
+        ms_per_step=elapsed / steps * 1e3,
+        env_steps_per_s=inner.num_envs * steps / elapsed,
+        host_syncs_per_step=None,
+        peak_gpu_mem_mb=None,
     )
 
 

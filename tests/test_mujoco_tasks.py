@@ -116,8 +116,13 @@ def test_truncates_at_max_episode_steps() -> None:
 
 
 def test_make_vec() -> None:
-    env = gym.make_vec("gym_graphreset/Hopper-v5", num_envs=3, vectorization_mode="vector_entry_point",
-                       device="cpu", ctrl_cost_weight=0.5)
+    env = gym.make_vec(
+        "gym_graphreset/Hopper-v5",
+        num_envs=3,
+        vectorization_mode="vector_entry_point",
+        device="cpu",
+        ctrl_cost_weight=0.5,
+    )
     assert isinstance(env, HopperEnv) and env.num_envs == 3 and env.ctrl_cost_weight == 0.5
 
 
@@ -128,11 +133,14 @@ def test_humanoid_runs_with_newton_solver() -> None:
     assert env.mjm.opt.solver == mujoco.mjtSolver.mjSOL_NEWTON
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"frame_skip": 0}, "`frame_skip` must be >= 1, got 0"),
-    ({"device": "meta"}, "`device` must be 'cpu' or 'cuda[:N]', got meta"),
-    ({"render_mode": "human"}, "does not render"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"frame_skip": 0}, "`frame_skip` must be >= 1, got 0"),
+        ({"device": "meta"}, "`device` must be 'cpu' or 'cuda[:N]', got meta"),
+        ({"render_mode": "human"}, "does not render"),
+    ],
+)
 def test_bad_arguments(kwargs, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         HopperEnv(2, **kwargs)
@@ -151,8 +159,9 @@ def test_episode_statistics_agree_with_gymnasium(task: str) -> None:
     from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 
     n, steps = 64, 120 if task == "Hopper-v5" else 80
-    env = FixedShapeAutoresetVectorEnv(TASKS[task](n, device="cpu", max_episode_steps=60),
-                                       reset_terms={"ep": EpisodeStatistics()})
+    env = FixedShapeAutoresetVectorEnv(
+        TASKS[task](n, device="cpu", max_episode_steps=60), reset_terms={"ep": EpisodeStatistics()}
+    )
     env.reset(seed=0)
     rng = np.random.default_rng(1)
     act_dim = env.single_action_space.shape[0]
@@ -197,16 +206,23 @@ def test_selected_and_masked_paths_identical(task: str) -> None:
         return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
 
     assert_masked_matches_selected(factory, actions)
-    assert_masked_matches_selected(factory, actions, flags={
-        "masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True})
+    assert_masked_matches_selected(
+        factory,
+        actions,
+        flags={"masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True},
+    )
 
 
 def test_overflow_is_latched_and_named() -> None:
     """A constraint buffer that is too small is reported at the poll by name, with no per-step host read."""
     from gym_graphreset import DeferredValidationError, FixedShapeAutoresetVectorEnv
 
-    env = FixedShapeAutoresetVectorEnv(AntEnv(2, device="cpu", njmax=2), masked_autoreset=True,
-                                       defer_finite_validation=True, validation_poll_interval=4)
+    env = FixedShapeAutoresetVectorEnv(
+        AntEnv(2, device="cpu", njmax=2),
+        masked_autoreset=True,
+        defer_finite_validation=True,
+        validation_poll_interval=4,
+    )
     env.reset(seed=0)
     with pytest.raises(DeferredValidationError, match=r"mjwarp_overflow\[NEFC\]"):
         for _ in range(40):

@@ -113,7 +113,9 @@ class MJWarpVectorEnv(VectorEnv):
 
         text = str(model)
         self.mjm = (
-            mujoco.MjModel.from_xml_string(text) if text.lstrip().startswith("<") else mujoco.MjModel.from_xml_path(text)
+            mujoco.MjModel.from_xml_string(text)
+            if text.lstrip().startswith("<")
+            else mujoco.MjModel.from_xml_path(text)
         )
         if model_edits is not None:
             model_edits(self.mjm)
@@ -189,9 +191,10 @@ class MJWarpVectorEnv(VectorEnv):
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Full-width initial (qpos, qvel) draws for every world's current episode index."""
         s = self.reset_noise_scale
-        draws = {"uniform": lambda n, k: counter_uniform(self.seed, self.env_ids, self.episode, n, stream=k,
-                                                         low=-s, high=s),
-                 "normal": lambda n, k: counter_normal(self.seed, self.env_ids, self.episode, n, stream=k, std=s)}
+        draws = {
+            "uniform": lambda n, k: counter_uniform(self.seed, self.env_ids, self.episode, n, stream=k, low=-s, high=s),
+            "normal": lambda n, k: counter_normal(self.seed, self.env_ids, self.episode, n, stream=k, std=s),
+        }
         qpos = self.init_qpos + draws[self.qpos_noise](self.mjm.nq, 0)
         qvel = self.init_qvel + draws[self.qvel_noise](self.mjm.nv, 1)
         return qpos, qvel
@@ -216,7 +219,9 @@ class MJWarpVectorEnv(VectorEnv):
     def _capturing(self) -> bool:
         return self.cuda_stream is not None and torch.cuda.is_current_stream_capturing()
 
-    def graph_capture_scope(self, stream: torch.cuda.Stream, capture_mode: str) -> contextlib.AbstractContextManager[Any]:
+    def graph_capture_scope(
+        self, stream: torch.cuda.Stream, capture_mode: str
+    ) -> contextlib.AbstractContextManager[Any]:
         """Warp's external capture joined to the torch capture on ``stream``."""
         if stream.cuda_stream != self.cuda_stream.cuda_stream:  # type: ignore[union-attr]
             raise ValueError("the graph must be captured on the env's own stream (`env.cuda_stream`)")
@@ -226,8 +231,17 @@ class MJWarpVectorEnv(VectorEnv):
         """Addresses of the buffers a captured graph holds."""
         return tuple(
             t.data_ptr()
-            for t in (self.qpos, self.qvel, self.ctrl, self._reset_mask, self.elapsed, self.episode, self.seed,
-                      self._progress_buf, self.overflow_seen)
+            for t in (
+                self.qpos,
+                self.qvel,
+                self.ctrl,
+                self._reset_mask,
+                self.elapsed,
+                self.episode,
+                self.seed,
+                self._progress_buf,
+                self.overflow_seen,
+            )
         )
 
     def _run(self, name: str, fn: Callable[[], None]) -> None:
@@ -282,8 +296,12 @@ class MJWarpVectorEnv(VectorEnv):
         self._masked_reset(self._all)
 
     def _masked_reset(self, mask: torch.Tensor) -> None:
-        """Reset the worlds of ``mask``; no host read. Derived fields are refreshed for every world
-        (pure functions of qpos/qvel, so the untouched worlds get the values they would anyway)."""
+        """Reset the worlds of ``mask`` with no host read.
+
+        Derived fields (kinematics, com) are refreshed for every world: they are pure functions of
+        qpos/qvel, nothing reads them before the next physics step recomputes them, and a world's forward
+        velocity reads ``_progress_buf``, which only the reset worlds update here.
+        """
         self._reset_mask.copy_(mask)
         self._run("_reset_graph", self._reset_graph_body)
         self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
@@ -298,8 +316,11 @@ class MJWarpVectorEnv(VectorEnv):
         self.elapsed.masked_fill_(mask, 0)
         self._run("_kinematics_graph", self._refresh_kinematics)
         if hasattr(self, "_progress_buf"):
-            self._progress_buf.copy_(torch.where(mask.view(-1, *([1] * (self._progress_buf.dim() - 1))),
-                                                 self._progress(), self._progress_buf))
+            self._progress_buf.copy_(
+                torch.where(
+                    mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf
+                )
+            )
 
     _kinematics_graph: Any = None
 
@@ -348,8 +369,11 @@ class MJWarpVectorEnv(VectorEnv):
         """Latch overflow bits (before the reset clears them) and finite state; no host read."""
         self.overflow_seen.bitwise_or_(self.overflow)
         for name, bit in OVERFLOW_CHECKS.items():
-            require((self.overflow_seen & bit) == 0, f"mjwarp_overflow[{name}]",
-                    f"MuJoCo Warp {name} overflow: raise nconmax/njmax for this model")
+            require(
+                (self.overflow_seen & bit) == 0,
+                f"mjwarp_overflow[{name}]",
+                f"MuJoCo Warp {name} overflow: raise nconmax/njmax for this model",
+            )
         finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
         require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
@@ -363,8 +387,11 @@ class MJWarpVectorEnv(VectorEnv):
             self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
             self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
             self._run("_kinematics_graph", self._refresh_kinematics)
-            self._progress_buf.copy_(torch.where(mask.view(-1, *([1] * (self._progress_buf.dim() - 1))),
-                                                 self._progress(), self._progress_buf))
+            self._progress_buf.copy_(
+                torch.where(
+                    mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf
+                )
+            )
 
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""

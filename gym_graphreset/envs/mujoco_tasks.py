@@ -1,5 +1,7 @@
-"""Gymnasium's MuJoCo v5 tasks on MuJoCo Warp: same assets, observations, rewards, terminations and
-reset-noise distributions as Gymnasium's ``*-v5`` classes, same constructor keyword names.
+"""Gymnasium's MuJoCo v5 tasks on MuJoCo Warp.
+
+Same assets, observations, rewards, terminations and reset-noise distributions as Gymnasium's ``*-v5``
+classes, and the same constructor keyword names.
 
 Differences, all deliberate: observations are float32 (Gymnasium: float64); physics runs in float32
 on MuJoCo Warp; episodes truncate at ``max_episode_steps`` (1000) inside the env. Humanoid's XML asks
@@ -50,10 +52,15 @@ class _LocomotionEnv(MJWarpVectorEnv):
     xml_file = ""
     default_frame_skip = 5
 
-    def __init__(self, num_envs: int, *, xml_file: str | None = None, frame_skip: int | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(gymnasium_asset(xml_file or self.xml_file), num_envs,
-                         frame_skip=self.default_frame_skip if frame_skip is None else frame_skip, **kwargs)
+    def __init__(
+        self, num_envs: int, *, xml_file: str | None = None, frame_skip: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            gymnasium_asset(xml_file or self.xml_file),
+            num_envs,
+            frame_skip=self.default_frame_skip if frame_skip is None else frame_skip,
+            **kwargs,
+        )
 
     def _forward_velocity(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
         return (after[:, 0] - before[:, 0]) / self.dt
@@ -84,16 +91,22 @@ class InvertedDoublePendulumEnv(_LocomotionEnv):
     xml_file = "inverted_double_pendulum.xml"
     qvel_noise = "normal"
 
-    def __init__(self, num_envs: int, *, healthy_reward: float = 10.0, reset_noise_scale: float = 0.1,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, num_envs: int, *, healthy_reward: float = 10.0, reset_noise_scale: float = 0.1, **kwargs: Any
+    ) -> None:
         self.healthy_reward = healthy_reward
         self.reset_noise_scale = reset_noise_scale
         super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 4), njmax=kwargs.pop("njmax", 16), **kwargs)
 
     def _observe(self) -> torch.Tensor:
         return torch.cat(
-            (self.qpos[:, :1], torch.sin(self.qpos[:, 1:]), torch.cos(self.qpos[:, 1:]),
-             self.qvel.clamp(-10, 10), self.qfrc_constraint.clamp(-10, 10)[:, :1]),
+            (
+                self.qpos[:, :1],
+                torch.sin(self.qpos[:, 1:]),
+                torch.cos(self.qpos[:, 1:]),
+                self.qvel.clamp(-10, 10),
+                self.qfrc_constraint.clamp(-10, 10)[:, :1],
+            ),
             dim=1,
         )
 
@@ -113,9 +126,16 @@ class HalfCheetahEnv(_LocomotionEnv):
     xml_file = "half_cheetah.xml"
     qvel_noise = "normal"
 
-    def __init__(self, num_envs: int, *, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.1,
-                 reset_noise_scale: float = 0.1, exclude_current_positions_from_observation: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        forward_reward_weight: float = 1.0,
+        ctrl_cost_weight: float = 0.1,
+        reset_noise_scale: float = 0.1,
+        exclude_current_positions_from_observation: bool = True,
+        **kwargs: Any,
+    ) -> None:
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.reset_noise_scale = reset_noise_scale
@@ -123,7 +143,7 @@ class HalfCheetahEnv(_LocomotionEnv):
         super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 32), njmax=kwargs.pop("njmax", 96), **kwargs)
 
     def _observe(self) -> torch.Tensor:
-        return torch.cat((self.qpos[:, self._skip:], self.qvel), dim=1)
+        return torch.cat((self.qpos[:, self._skip :], self.qvel), dim=1)
 
     def _reward_terminated(self, before, after, action):
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
@@ -138,11 +158,20 @@ class _PlanarHealthyEnv(_LocomotionEnv):
     healthy_angle_range: tuple[float, float] = (-math.inf, math.inf)
     healthy_state_range: tuple[float, float] | None = None
 
-    def __init__(self, num_envs: int, *, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 1e-3,
-                 healthy_reward: float = 1.0, terminate_when_unhealthy: bool = True,
-                 healthy_z_range: tuple[float, float] | None = None,
-                 healthy_angle_range: tuple[float, float] | None = None, reset_noise_scale: float = 5e-3,
-                 exclude_current_positions_from_observation: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        forward_reward_weight: float = 1.0,
+        ctrl_cost_weight: float = 1e-3,
+        healthy_reward: float = 1.0,
+        terminate_when_unhealthy: bool = True,
+        healthy_z_range: tuple[float, float] | None = None,
+        healthy_angle_range: tuple[float, float] | None = None,
+        reset_noise_scale: float = 5e-3,
+        exclude_current_positions_from_observation: bool = True,
+        **kwargs: Any,
+    ) -> None:
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.healthy_reward = healthy_reward
@@ -154,7 +183,7 @@ class _PlanarHealthyEnv(_LocomotionEnv):
         super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 32), njmax=kwargs.pop("njmax", 96), **kwargs)
 
     def _observe(self) -> torch.Tensor:
-        return torch.cat((self.qpos[:, self._skip:], self.qvel.clamp(-10, 10)), dim=1)
+        return torch.cat((self.qpos[:, self._skip :], self.qvel.clamp(-10, 10)), dim=1)
 
     def is_healthy(self) -> torch.Tensor:
         """Per-world healthy flag (Gymnasium's ``is_healthy``)."""
@@ -198,9 +227,16 @@ class SwimmerEnv(_LocomotionEnv):
     xml_file = "swimmer.xml"
     default_frame_skip = 4
 
-    def __init__(self, num_envs: int, *, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 1e-4,
-                 reset_noise_scale: float = 0.1, exclude_current_positions_from_observation: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        forward_reward_weight: float = 1.0,
+        ctrl_cost_weight: float = 1e-4,
+        reset_noise_scale: float = 0.1,
+        exclude_current_positions_from_observation: bool = True,
+        **kwargs: Any,
+    ) -> None:
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.reset_noise_scale = reset_noise_scale
@@ -208,7 +244,7 @@ class SwimmerEnv(_LocomotionEnv):
         super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 8), njmax=kwargs.pop("njmax", 32), **kwargs)
 
     def _observe(self) -> torch.Tensor:
-        return torch.cat((self.qpos[:, self._skip:], self.qvel), dim=1)
+        return torch.cat((self.qpos[:, self._skip :], self.qvel), dim=1)
 
     def _progress(self) -> torch.Tensor:
         return self.qpos[:, :2].clone()
@@ -226,12 +262,23 @@ class AntEnv(_LocomotionEnv):
     qvel_noise = "normal"
     needs_cfrc_ext = True
 
-    def __init__(self, num_envs: int, *, forward_reward_weight: float = 1.0, ctrl_cost_weight: float = 0.5,
-                 contact_cost_weight: float = 5e-4, healthy_reward: float = 1.0, main_body: int = 1,
-                 terminate_when_unhealthy: bool = True, healthy_z_range: tuple[float, float] = (0.2, 1.0),
-                 contact_force_range: tuple[float, float] = (-1.0, 1.0), reset_noise_scale: float = 0.1,
-                 exclude_current_positions_from_observation: bool = True,
-                 include_cfrc_ext_in_observation: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        forward_reward_weight: float = 1.0,
+        ctrl_cost_weight: float = 0.5,
+        contact_cost_weight: float = 5e-4,
+        healthy_reward: float = 1.0,
+        main_body: int = 1,
+        terminate_when_unhealthy: bool = True,
+        healthy_z_range: tuple[float, float] = (0.2, 1.0),
+        contact_force_range: tuple[float, float] = (-1.0, 1.0),
+        reset_noise_scale: float = 0.1,
+        exclude_current_positions_from_observation: bool = True,
+        include_cfrc_ext_in_observation: bool = True,
+        **kwargs: Any,
+    ) -> None:
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.contact_cost_weight = contact_cost_weight
@@ -252,14 +299,16 @@ class AntEnv(_LocomotionEnv):
         return self.cfrc_ext.clamp(*self.contact_force_range)
 
     def _observe(self) -> torch.Tensor:
-        parts = [self.qpos[:, self._skip:], self.qvel]
+        parts = [self.qpos[:, self._skip :], self.qvel]
         if self._cfrc:
             parts.append(self._contact_forces()[:, 1:].flatten(1))
         return torch.cat(parts, dim=1)
 
     def _reward_terminated(self, before, after, action):
         state_finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
-        healthy = state_finite & (self.qpos[:, 2] >= self.healthy_z_range[0]) & (self.qpos[:, 2] <= self.healthy_z_range[1])
+        healthy = (
+            state_finite & (self.qpos[:, 2] >= self.healthy_z_range[0]) & (self.qpos[:, 2] <= self.healthy_z_range[1])
+        )
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
         reward = reward + self.healthy_reward * healthy.float()
         reward = reward - self.ctrl_cost_weight * _sq_sum(action)
@@ -285,13 +334,25 @@ class HumanoidEnv(_LocomotionEnv):
     xml_file = "humanoid.xml"
     needs_cfrc_ext = True
 
-    def __init__(self, num_envs: int, *, forward_reward_weight: float = 1.25, ctrl_cost_weight: float = 0.1,
-                 contact_cost_weight: float = 5e-7, contact_cost_range: tuple[float, float] = (-math.inf, 10.0),
-                 healthy_reward: float = 5.0, terminate_when_unhealthy: bool = True,
-                 healthy_z_range: tuple[float, float] = (1.0, 2.0), reset_noise_scale: float = 1e-2,
-                 exclude_current_positions_from_observation: bool = True, include_cinert_in_observation: bool = True,
-                 include_cvel_in_observation: bool = True, include_qfrc_actuator_in_observation: bool = True,
-                 include_cfrc_ext_in_observation: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        forward_reward_weight: float = 1.25,
+        ctrl_cost_weight: float = 0.1,
+        contact_cost_weight: float = 5e-7,
+        contact_cost_range: tuple[float, float] = (-math.inf, 10.0),
+        healthy_reward: float = 5.0,
+        terminate_when_unhealthy: bool = True,
+        healthy_z_range: tuple[float, float] = (1.0, 2.0),
+        reset_noise_scale: float = 1e-2,
+        exclude_current_positions_from_observation: bool = True,
+        include_cinert_in_observation: bool = True,
+        include_cvel_in_observation: bool = True,
+        include_qfrc_actuator_in_observation: bool = True,
+        include_cfrc_ext_in_observation: bool = True,
+        **kwargs: Any,
+    ) -> None:
         self.forward_reward_weight = forward_reward_weight
         self.ctrl_cost_weight = ctrl_cost_weight
         self.contact_cost_weight = contact_cost_weight
@@ -301,8 +362,12 @@ class HumanoidEnv(_LocomotionEnv):
         self.healthy_z_range = healthy_z_range
         self.reset_noise_scale = reset_noise_scale
         self._skip = 2 if exclude_current_positions_from_observation else 0
-        self._include = (include_cinert_in_observation, include_cvel_in_observation,
-                         include_qfrc_actuator_in_observation, include_cfrc_ext_in_observation)
+        self._include = (
+            include_cinert_in_observation,
+            include_cvel_in_observation,
+            include_qfrc_actuator_in_observation,
+            include_cfrc_ext_in_observation,
+        )
         edits = kwargs.pop("model_edits", None)
 
         def model_edits(mjm: Any) -> None:
@@ -310,15 +375,20 @@ class HumanoidEnv(_LocomotionEnv):
             if edits is not None:
                 edits(mjm)
 
-        super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 64), njmax=kwargs.pop("njmax", 256),
-                         model_edits=model_edits, **kwargs)
+        super().__init__(
+            num_envs,
+            nconmax=kwargs.pop("nconmax", 64),
+            njmax=kwargs.pop("njmax", 256),
+            model_edits=model_edits,
+            **kwargs,
+        )
 
     def _progress(self) -> torch.Tensor:
         com = (self.body_mass.view(1, -1, 1) * self.xipos).sum(dim=1) / self.body_mass.sum()
         return com[:, :2]
 
     def _observe(self) -> torch.Tensor:
-        parts = [self.qpos[:, self._skip:], self.qvel]
+        parts = [self.qpos[:, self._skip :], self.qvel]
         extra = (self.cinert[:, 1:], self.cvel[:, 1:], self.qfrc_actuator[:, 6:], self.cfrc_ext[:, 1:])
         parts += [x.flatten(1) for x, keep in zip(extra, self._include, strict=True) if keep]
         return torch.cat(parts, dim=1)
@@ -334,7 +404,7 @@ class HumanoidEnv(_LocomotionEnv):
         return reward, terminated
 
 
-TASKS: dict[str, type[MJWarpVectorEnv]] = {
+TASKS: dict[str, type[_LocomotionEnv]] = {
     "InvertedPendulum-v5": InvertedPendulumEnv,
     "InvertedDoublePendulum-v5": InvertedDoublePendulumEnv,
     "HalfCheetah-v5": HalfCheetahEnv,
