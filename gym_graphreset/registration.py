@@ -19,7 +19,7 @@ def _make_task(task: str) -> Any:
     def make(num_envs: int = 1, **kwargs: Any) -> Any:
         from gym_graphreset.envs.mujoco_tasks import TASKS
 
-        return TASKS[task](num_envs, **kwargs)  # type: ignore[arg-type]
+        return TASKS[task](num_envs, **kwargs)
 
     make.__name__ = f"make_{task.replace('-', '_')}"
     return make
