@@ -66,19 +66,28 @@ def assert_sync_free(
         AssertionError: A step blocked the host until the queued GPU work finished.
     """
     device = torch.device(device)
+    cycles = _sleep_cycles(sleep_seconds, device)
     torch.cuda.synchronize(device)
     stream = torch.cuda.current_stream(device)
-    torch.cuda._sleep(_sleep_cycles(sleep_seconds, device))
+    torch.cuda._sleep(cycles)
+    per_step = []
     start = time.perf_counter()
     for _ in range(steps):
         step()
+        per_step.append(time.perf_counter() - start - sum(per_step))
     host = time.perf_counter() - start
     busy = not stream.query()
     torch.cuda.synchronize(device)
-    result = SyncCanaryResult(host_seconds=host, sleep_seconds=sleep_seconds, gpu_busy_after=busy)
+    result = SyncCanaryResult(
+        host_seconds=host,
+        sleep_seconds=sleep_seconds,
+        gpu_busy_after=busy,
+        per_step_ms=[round(t * 1e3, 3) for t in per_step],
+    )
     if not busy or host > 0.5 * sleep_seconds:
         raise AssertionError(
-            f"a step waited for the GPU: {steps} steps took {host * 1e3:.1f} ms of host time behind a "
+            f"a step waited for the GPU: {steps} steps took {host * 1e3:.1f} ms of host time "
+            f"(per step: {result['per_step_ms']} ms) behind a "
             f"{sleep_seconds * 1e3:.0f} ms GPU sleep (GPU still busy afterwards: {busy}); use "
             "count_host_syncs() for a traceback of torch-side syncs"
         )
@@ -95,8 +104,8 @@ def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
     found: list[str] = []
 
     def record(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-        if "synchroniz" not in str(message).lower():
-            return
+        if "called a synchronizing cuda operation" not in str(message).lower():
+            return  # e.g. the one-time "prototype feature" notice
         frames = [f for f in traceback.extract_stack()[:-1] if f"{os.sep}torch{os.sep}" not in f.filename]
         where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else f"{filename}:{lineno}"
         found.append(f"{where}: {message}")

@@ -225,7 +225,7 @@ class MJWarpVectorEnv(VectorEnv):
         """Warp's external capture joined to the torch capture on ``stream``."""
         if stream.cuda_stream != self.cuda_stream.cuda_stream:  # type: ignore[union-attr]
             raise ValueError("the graph must be captured on the env's own stream (`env.cuda_stream`)")
-        return warp_external_capture(stream, capture_mode)
+        return warp_external_capture(stream, capture_mode, wstream=self._wstream)
 
     def capture_fingerprint(self) -> tuple[int, ...]:
         """Addresses of the buffers a captured graph holds."""
