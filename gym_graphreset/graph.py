@@ -45,8 +45,13 @@ def check_capture_mode(capture_mode: str) -> str:
 
 
 @contextmanager
-def warp_external_capture(stream: torch.cuda.Stream, capture_mode: str) -> Iterator[None]:
-    """Join warp launches to the torch capture in progress on ``stream`` (same capture mode)."""
+def warp_external_capture(stream: torch.cuda.Stream, capture_mode: str, wstream: Any = None) -> Iterator[None]:
+    """Join warp launches to the torch capture in progress on ``stream`` (same capture mode).
+
+    ``wstream`` must be the very ``warp.Stream`` object the warp code launches on: warp registers the
+    capture per stream object, and code such as ``capture_while`` looks it up there (another wrapper of
+    the same CUDA stream makes it run eagerly and synchronise inside the capture).
+    """
     import warp as wp
 
     mode = {
@@ -54,7 +59,7 @@ def warp_external_capture(stream: torch.cuda.Stream, capture_mode: str) -> Itera
         "thread_local": wp.CaptureMode.THREAD_LOCAL,
         "relaxed": wp.CaptureMode.RELAXED,
     }[check_capture_mode(capture_mode)]
-    wstream = wp.stream_from_torch(stream)
+    wstream = wstream if wstream is not None else wp.stream_from_torch(stream)
     wp.capture_begin(stream=wstream, external=True, capture_mode=mode)
     try:
         yield
