@@ -12,7 +12,7 @@ import math
 
 import torch
 
-__all__ = ["counter_normal", "counter_uniform", "hash_keys"]
+__all__ = ["bits_to_normal", "bits_to_uniform", "counter_bits", "counter_normal", "counter_uniform", "hash_keys"]
 
 _MASK32 = 0xFFFFFFFF
 _M1 = 0x7FEB352D
@@ -21,8 +21,10 @@ _GOLDEN = 0x9E3779B9
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    # (x * c) mod 2**32 for 0 <= x < 2**32 without leaving int64: split c into 16-bit halves.
-    lo = x * (c & 0xFFFF)
+    # (x * c) mod 2**32 for 0 <= x < 2**32 without leaving int64.
+    if c < 2**31:
+        return (x * c) & _MASK32  # the product stays below 2**63
+    lo = x * (c & 0xFFFF)  # split c into 16-bit halves
     hi = ((x * (c >> 16)) & 0xFFFF) << 16
     return (lo + hi) & _MASK32
 
@@ -57,6 +59,29 @@ def hash_keys(
     return _combine(h.unsqueeze(-1), draws.unsqueeze(0))
 
 
+def counter_bits(
+    seed: torch.Tensor, env_ids: torch.Tensor, episode: torch.Tensor, count: int, *, stream: int = 0
+) -> torch.Tensor:
+    """``count`` independent 32-bit words per row, ``(n, count)`` int64: one hash pass for many draws."""
+    return hash_keys(seed, env_ids, episode, torch.arange(count, device=env_ids.device), stream)
+
+
+def bits_to_uniform(
+    bits: torch.Tensor, low: float = 0.0, high: float = 1.0, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """Uniform in ``[low, high)`` from 32-bit words (24 random bits each)."""
+    u = (bits >> 8).to(dtype) * (1.0 / 16777216.0)
+    return low + (high - low) * u
+
+
+def bits_to_normal(bits: torch.Tensor, std: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Normal draws from pairs of 32-bit words (Box-Muller): ``bits[..., :k]`` and ``bits[..., k:]``."""
+    k = bits.shape[-1] // 2
+    u1 = ((bits[..., :k] >> 8).to(torch.float32) + 0.5) * (1.0 / 16777216.0)  # in (0, 1): no log(0)
+    u2 = (bits[..., k : 2 * k] >> 8).to(torch.float32) * (1.0 / 16777216.0)
+    return (std * torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)).to(dtype)
+
+
 def counter_uniform(
     seed: torch.Tensor,
     env_ids: torch.Tensor,
@@ -69,14 +94,12 @@ def counter_uniform(
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """Uniform draws in ``[low, high)`` of shape ``(n, size)``; 24 random bits (float32) or 53 (float64)."""
-    draws = torch.arange(size, device=env_ids.device, dtype=torch.long)
-    h = hash_keys(seed, env_ids, episode, draws * 2, stream)
     if dtype == torch.float64:
-        h2 = hash_keys(seed, env_ids, episode, draws * 2 + 1, stream)
-        u = ((h >> 5) * 67108864 + (h2 >> 6)).to(torch.float64) * (1.0 / 9007199254740992.0)
-    else:
-        u = (h >> 8).to(torch.float64).to(dtype) * (1.0 / 16777216.0)
-    return low + (high - low) * u
+        bits = counter_bits(seed, env_ids, episode, 2 * size, stream=stream)
+        hi, lo = bits[:, :size] >> 5, bits[:, size:] >> 6
+        u = (hi * 67108864 + lo).to(torch.float64) * (1.0 / 9007199254740992.0)
+        return low + (high - low) * u
+    return bits_to_uniform(counter_bits(seed, env_ids, episode, size, stream=stream), low, high, dtype)
 
 
 def counter_normal(
@@ -89,8 +112,5 @@ def counter_normal(
     std: float = 1.0,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Normal draws ``N(0, std**2)`` of shape ``(n, size)`` (Box-Muller over two uniform streams)."""
-    u1 = counter_uniform(seed, env_ids, episode, size, stream=2 * stream + 1000, dtype=torch.float64)
-    u2 = counter_uniform(seed, env_ids, episode, size, stream=2 * stream + 1001, dtype=torch.float64)
-    r = torch.sqrt(-2.0 * torch.log1p(-u1))  # 1 - u1 in (0, 1]: no log(0)
-    return (std * r * torch.cos(2.0 * math.pi * u2)).to(dtype)
+    """Normal draws ``N(0, std**2)`` of shape ``(n, size)`` (float32 Box-Muller: tails to ~5.9 sigma)."""
+    return bits_to_normal(counter_bits(seed, env_ids, episode, 2 * size, stream=stream + 1000), std, dtype)

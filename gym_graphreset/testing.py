@@ -70,7 +70,7 @@ def assert_sync_free(
     torch.cuda.synchronize(device)
     stream = torch.cuda.current_stream(device)
     torch.cuda._sleep(cycles)
-    per_step = []
+    per_step: list[float] = []
     start = time.perf_counter()
     for _ in range(steps):
         step()

@@ -53,6 +53,7 @@ class ValidationLatch:
         self._slots: dict[str, int] = {}
         self._messages: list[str] = []
         self._window_start = 0
+        self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor] = {}
 
     def slot(self, name: str, message: str) -> int:
         """The slot index of ``name``, registering it (host-only) on first use."""
@@ -79,6 +80,18 @@ class ValidationLatch:
         slot = self.first_failed[index : index + 1]
         failed_now = ~ok.to(self.device).all()
         slot.copy_(torch.where(failed_now & (slot < 0), self.step, slot))
+
+    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+        """Latch ``k`` verdicts at once (``ok`` is a bool ``(k,)``): a few kernels instead of ``k`` requires."""
+        if ok.shape != (len(names),) or ok.dtype != torch.bool:
+            raise ValueError(f"`ok` must be a bool tensor of shape ({len(names)},), got {ok.dtype} {tuple(ok.shape)}")
+        key = (names, messages)
+        index = self._index_cache.get(key)
+        if index is None:
+            slots = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]
+            index = self._index_cache[key] = torch.tensor(slots, dtype=torch.long, device=self.device)
+        current = self.first_failed.index_select(0, index)
+        self.first_failed.index_copy_(0, index, torch.where(~ok.to(self.device) & (current < 0), self.step, current))
 
     def advance(self, steps: int = 1) -> None:
         """Count a step on the device (captured code calls this too)."""

@@ -248,6 +248,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         """Latch a device-side verdict (no host read); a failure is raised at the next poll."""
         self.latch.require(ok, name, message)
 
+    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+        """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor in one vectorised write (no host read)."""
+        self.latch.require_many(ok, names, messages)
+
     def poll_finite_validation(self) -> None:
         """One host read of every latched check; raise :class:`DeferredValidationError` on failure."""
         try:
@@ -415,7 +419,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         for env in self._chain():
             checks = getattr(env, "deferred_checks", None)
             if callable(checks):
-                checks(self.require)
+                checks(self)  # backend checks call self.require / self.require_many
 
     def _term_infos(self, info: dict[str, Any]) -> None:
         for term in self._terms.values():

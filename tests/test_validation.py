@@ -53,3 +53,15 @@ def test_capacity_and_type_errors(latch: ValidationLatch) -> None:
         latch.require(torch.tensor(1.0), "c0", "m")
     with pytest.raises(TypeError, match="bool torch.Tensor"):
         latch.require(True, "c0", "m")  # type: ignore[arg-type]
+
+
+def test_require_many_latches_each_name(latch: ValidationLatch) -> None:
+    names, messages = ("x[A]", "x[B]", "x[C]"), ("a broke", "b broke", "c broke")
+    latch.require_many(torch.tensor([True, False, True]), names, messages)
+    latch.advance()
+    latch.require_many(torch.tensor([True, False, False]), names, messages)
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(2)
+    assert {f.name: f.first_failed_step for f in err.value.failures} == {"x[B]": 0, "x[C]": 1}
+    with pytest.raises(ValueError, match="shape"):
+        latch.require_many(torch.tensor([True]), names, messages)

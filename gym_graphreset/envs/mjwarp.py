@@ -27,12 +27,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.graph import warp_external_capture
-from gym_graphreset.rng import counter_normal, counter_uniform
+from gym_graphreset.rng import bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import ResetSelection, resolve_reset_mask
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
 # Overflow bits that invalidate physics (ITERATIONS / LS_ITERATIONS only warn about convergence).
+# Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
 OVERFLOW_CHECKS: dict[str, int] = {
     "NEFC": 1 << 0,
     "NJMAX_NNZ": 1 << 1,
@@ -155,6 +156,11 @@ class MJWarpVectorEnv(VectorEnv):
         self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=dev)
         self.overflow_seen = torch.zeros(num_envs, dtype=self.overflow.dtype, device=dev)
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        self._overflow_bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=self.overflow.dtype, device=dev)
+        self._overflow_names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
+        self._overflow_messages = tuple(
+            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
+        )
 
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
@@ -189,15 +195,19 @@ class MJWarpVectorEnv(VectorEnv):
     reset_noise_scale: float = 0.1
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Full-width initial (qpos, qvel) draws for every world's current episode index."""
-        s = self.reset_noise_scale
-        draws = {
-            "uniform": lambda n, k: counter_uniform(self.seed, self.env_ids, self.episode, n, stream=k, low=-s, high=s),
-            "normal": lambda n, k: counter_normal(self.seed, self.env_ids, self.episode, n, stream=k, std=s),
-        }
-        qpos = self.init_qpos + draws[self.qpos_noise](self.mjm.nq, 0)
-        qvel = self.init_qvel + draws[self.qvel_noise](self.mjm.nv, 1)
-        return qpos, qvel
+        """Full-width initial (qpos, qvel) draws for every world's current episode index.
+
+        One hash pass makes every word of the reset (a few dozen kernels, whatever nq and nv are).
+        """
+        s, nq, nv = self.reset_noise_scale, self.mjm.nq, self.mjm.nv
+        widths = [nq * (2 if self.qpos_noise == "normal" else 1), nv * (2 if self.qvel_noise == "normal" else 1)]
+        bits = counter_bits(self.seed, self.env_ids, self.episode, sum(widths))
+        qpos_bits, qvel_bits = bits[:, : widths[0]], bits[:, widths[0] :]
+
+        def draw(kind: str, b: torch.Tensor) -> torch.Tensor:
+            return bits_to_normal(b, s) if kind == "normal" else bits_to_uniform(b, -s, s)
+
+        return self.init_qpos + draw(self.qpos_noise, qpos_bits), self.init_qvel + draw(self.qvel_noise, qvel_bits)
 
     # ------------------------------------------------------------------ streams and capture
 
@@ -280,12 +290,18 @@ class MJWarpVectorEnv(VectorEnv):
     def _reset_body(self) -> None:
         self._mjw.reset_data(self.m, self.d, reset=self._reset_mask_wp)
 
+    refresh: str = "com"
+    """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""
+
     def _refresh_kinematics(self) -> None:
         from mujoco_warp._src import smooth
 
+        if self.refresh == "none":
+            return
         smooth.kinematics(self.m, self.d)
-        smooth.com_pos(self.m, self.d)
-        smooth.com_vel(self.m, self.d)
+        if self.refresh == "com":
+            smooth.com_pos(self.m, self.d)
+            smooth.com_vel(self.m, self.d)
 
     def _reset_graph_body(self) -> None:
         self._reset_body()
@@ -365,17 +381,17 @@ class MJWarpVectorEnv(VectorEnv):
             truncated = self.elapsed >= self.max_episode_steps
         return obs, reward, terminated, truncated, {}
 
-    def deferred_checks(self, require: Callable[[torch.Tensor, str, str], None]) -> None:
-        """Latch overflow bits (before the reset clears them) and finite state; no host read."""
+    def deferred_checks(self, validator: Any) -> None:
+        """Latch overflow bits (before the reset clears them) and finite state; no host read.
+
+        ``validator`` is the wrapper (``require`` / ``require_many``); all overflow bits are latched in one
+        vectorised write, each under its own name (``mjwarp_overflow[BROADPHASE]``...).
+        """
         self.overflow_seen.bitwise_or_(self.overflow)
-        for name, bit in OVERFLOW_CHECKS.items():
-            require(
-                (self.overflow_seen & bit) == 0,
-                f"mjwarp_overflow[{name}]",
-                f"MuJoCo Warp {name} overflow: raise nconmax/njmax for this model",
-            )
+        ok = ((self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0).all(dim=0)
+        validator.require_many(ok, self._overflow_names, self._overflow_messages)
         finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
-        require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
+        validator.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
 
     def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:

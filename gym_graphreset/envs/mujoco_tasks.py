@@ -50,6 +50,7 @@ class _LocomotionEnv(MJWarpVectorEnv):
     """Shared pieces: forward reward from the change of :meth:`_progress`, control cost, healthy bonus."""
 
     xml_file = ""
+    refresh = "none"  # qpos/qvel observations need no derived field after a reset
     default_frame_skip = 5
 
     def __init__(
@@ -90,6 +91,7 @@ class InvertedDoublePendulumEnv(_LocomotionEnv):
 
     xml_file = "inverted_double_pendulum.xml"
     qvel_noise = "normal"
+    refresh = "kinematics"  # the reward reads site_xpos
 
     def __init__(
         self, num_envs: int, *, healthy_reward: float = 10.0, reset_noise_scale: float = 0.1, **kwargs: Any
@@ -261,6 +263,7 @@ class AntEnv(_LocomotionEnv):
     xml_file = "ant.xml"
     qvel_noise = "normal"
     needs_cfrc_ext = True
+    refresh = "kinematics"  # the torso's xpos is the forward progress
 
     def __init__(
         self,
@@ -333,6 +336,7 @@ class HumanoidEnv(_LocomotionEnv):
 
     xml_file = "humanoid.xml"
     needs_cfrc_ext = True
+    refresh = "com"  # cinert and cvel are observed
 
     def __init__(
         self,
