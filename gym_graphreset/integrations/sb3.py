@@ -1,0 +1,148 @@
+"""Stable-Baselines3 adapter: a ``VecEnv`` over a same-step torch vector env.
+
+SB3 speaks numpy and a list of per-env info dicts. :class:`SB3VecEnv` makes that conversion cheap: all
+of a step's outputs (obs, reward, flags, ``final_obs``, episode statistics) are packed on the device and
+cross to the host in **one** copy; info dicts are only filled for rows whose episode ended (a loop over
+done rows in numpy, never over tensors). ``infos[i]["terminal_observation"]`` is the wrapper's
+``final_obs`` row, ``"TimeLimit.truncated"`` is set on rows that were truncated and not terminated, and
+``"episode"`` (``r``, ``l``, ``t``) feeds SB3's logger when the env has an ``EpisodeStatistics`` term.
+
+Requires ``stable-baselines3`` (extra ``sb3``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+__all__ = ["SB3VecEnv"]
+
+
+class SB3VecEnv(VecEnv):
+    """A Stable-Baselines3 ``VecEnv`` over a SAME_STEP torch ``VectorEnv`` (e.g. the wrapper).
+
+    Args:
+        env: Usually a :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv`; any vector env whose
+            ``metadata["autoreset_mode"]`` is SAME_STEP and whose step returns torch tensors with a
+            full-width ``info["final_obs"]`` on done rows.
+    """
+
+    def __init__(self, env: VectorEnv) -> None:
+        mode = env.metadata.get("autoreset_mode")
+        if mode != AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"SB3VecEnv needs a SAME_STEP vector env (wrap it in FixedShapeAutoresetVectorEnv), got {mode}"
+            )
+        if not isinstance(env.single_observation_space, gym.spaces.Box):
+            raise ValueError(f"SB3VecEnv supports Box observations, got {env.single_observation_space}")
+        self.env = env
+        self.device = torch.device(getattr(env, "device", "cpu"))
+        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
+        self._actions: torch.Tensor | None = None
+        self._obs_dim = int(np.prod(env.single_observation_space.shape))
+        self._start = time.perf_counter()
+
+    # ------------------------------------------------------------------ stepping
+
+    def reset(self) -> np.ndarray:
+        """Reset every env (with the seed set by :meth:`seed`, if any) and return numpy observations."""
+        seed = self._seeds[0]
+        obs, _ = self.env.reset(seed=seed)
+        self._reset_seeds()
+        self._reset_options()
+        return obs.reshape(self.num_envs, -1).cpu().numpy().reshape(self.num_envs, *self.observation_space.shape)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        """Move the actions to the env's device with the action space's dtype."""
+        space = self.action_space
+        dtype = torch.float32 if isinstance(space, gym.spaces.Box) else torch.long
+        actions = np.asarray(actions).reshape(self.num_envs, *(space.shape or ()))
+        self._actions = torch.as_tensor(actions, device=self.device).to(dtype)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        """Step on the device, then one device-to-host copy of everything SB3 needs."""
+        if self._actions is None:
+            raise RuntimeError("step_wait() called before step_async()")
+        obs, reward, terminated, truncated, info = self.env.step(self._actions)
+        n, d = self.num_envs, self._obs_dim
+        final_obs = info.get("final_obs", obs)
+        episode = info.get("episode")
+        columns = [
+            obs.reshape(n, d).float(),
+            final_obs.reshape(n, d).float(),
+            reward.reshape(n, 1).float(),
+            terminated.reshape(n, 1).float(),
+            truncated.reshape(n, 1).float(),
+        ]
+        if episode is not None:
+            columns += [episode["r"].reshape(n, 1).float(), episode["l"].reshape(n, 1).float()]
+        host = torch.cat(columns, dim=1).cpu().numpy()  # the one device-to-host copy of the step
+        shape = self.observation_space.shape
+        obs_np = host[:, :d].reshape(n, *shape).astype(self.observation_space.dtype, copy=False)
+        final_np = host[:, d : 2 * d].reshape(n, *shape)
+        reward_np = host[:, 2 * d].astype(np.float32)
+        term_np, trunc_np = host[:, 2 * d + 1] > 0.5, host[:, 2 * d + 2] > 0.5
+        dones = term_np | trunc_np
+        infos: list[dict[str, Any]] = [{} for _ in range(n)]
+        elapsed = round(time.perf_counter() - self._start, 6)
+        for i in np.flatnonzero(dones):
+            row: dict[str, Any] = {
+                "terminal_observation": final_np[i],
+                "TimeLimit.truncated": bool(trunc_np[i] and not term_np[i]),
+            }
+            if episode is not None:
+                row["episode"] = {"r": float(host[i, 2 * d + 3]), "l": int(host[i, 2 * d + 4]), "t": elapsed}
+            infos[i] = row
+        return obs_np, reward_np, dones, infos
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()
+
+    # ------------------------------------------------------------------ the VecEnv attribute API
+
+    def _indices(self, indices: VecEnvIndices) -> list[int]:
+        return list(self._get_indices(indices))
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """The batched env's attribute, once per requested index (all envs share one object)."""
+        value = getattr(self.env, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute on the batched env (it applies to every index)."""
+        setattr(self.env, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """Call a method of the batched env once; its result is returned for every requested index."""
+        result = getattr(self.env, method_name)(*method_args, **method_kwargs)
+        return [result for _ in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
+        """Whether any env in the wrapper chain is an instance of ``wrapper_class``."""
+        env: Any = self.env
+        found = False
+        while env is not None and not found:
+            found = isinstance(env, wrapper_class)
+            env = getattr(env, "env", None)
+        return [found for _ in self._indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Rendering is not supported."""
+        return [None for _ in range(self.num_envs)]
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Seed the next reset (the batched env derives every row's draws from one seed)."""
+        return super().seed(seed)
+
+    def _get_indices(self, indices: VecEnvIndices) -> Iterable[int]:
+        return super()._get_indices(indices)
