@@ -8,16 +8,14 @@ import re
 import numpy as np
 import pytest
 import torch
+from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
-pytest.importorskip("stable_baselines3")
-from stable_baselines3 import PPO, SAC  # noqa: E402
-from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize  # noqa: E402
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.envs import CartPoleVectorEnv
+from gym_graphreset.integrations.sb3 import SB3VecEnv
 
-from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv  # noqa: E402
-from gym_graphreset.envs import CartPoleVectorEnv  # noqa: E402
-from gym_graphreset.integrations.sb3 import SB3VecEnv  # noqa: E402
-
-from .conftest import MODES, scripted_env  # noqa: E402
+from .conftest import MODES, scripted_env
 
 
 @pytest.fixture(params=["selected", "masked_persistent"])

@@ -46,7 +46,8 @@ class SB3VecEnv(VecEnv):
         self.device = torch.device(getattr(env, "device", "cpu"))
         super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
         self._actions: torch.Tensor | None = None
-        self._obs_dim = int(np.prod(env.single_observation_space.shape))
+        self._obs_shape: tuple[int, ...] = tuple(env.single_observation_space.shape or ())
+        self._obs_dim = int(np.prod(self._obs_shape))
         self._start = time.perf_counter()
 
     # ------------------------------------------------------------------ stepping
@@ -57,7 +58,7 @@ class SB3VecEnv(VecEnv):
         obs, _ = self.env.reset(seed=seed)
         self._reset_seeds()
         self._reset_options()
-        return obs.reshape(self.num_envs, -1).cpu().numpy().reshape(self.num_envs, *self.observation_space.shape)
+        return obs.reshape(self.num_envs, -1).cpu().numpy().reshape(self.num_envs, *self._obs_shape)
 
     def step_async(self, actions: np.ndarray) -> None:
         """Move the actions to the env's device with the action space's dtype."""
@@ -84,7 +85,7 @@ class SB3VecEnv(VecEnv):
         if episode is not None:
             columns += [episode["r"].reshape(n, 1).float(), episode["l"].reshape(n, 1).float()]
         host = torch.cat(columns, dim=1).cpu().numpy()  # the one device-to-host copy of the step
-        shape = self.observation_space.shape
+        shape = self._obs_shape
         obs_np = host[:, :d].reshape(n, *shape).astype(self.observation_space.dtype, copy=False)
         final_np = host[:, d : 2 * d].reshape(n, *shape)
         reward_np = host[:, 2 * d].astype(np.float32)
