@@ -3,6 +3,7 @@
     python examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda
     python examples/ppo_continuous.py --env-id gym_graphreset/InvertedPendulum-v5 --num-envs 64 \
         --total-timesteps 60000 --device cpu
+    torchrun --nproc_per_node=2 examples/ppo_continuous.py --num-envs 4096   # 4096 envs per rank, DDP
 
 What differs from CleanRL's ppo_continuous_action.py, and why:
 - Rollout storage lives on the env's device and the env step has no host sync (masked autoreset, and on
@@ -12,6 +13,8 @@ What differs from CleanRL's ppo_continuous_action.py, and why:
   CleanRL's scripts treat truncation as termination; rsl_rl bootstraps with V(s_t) instead of
   V(s_{t+1}); both bias the value target.
 - Observations are normalised with running statistics updated from each rollout (on the device).
+- Under ``torchrun`` every rank steps its own share of one population (``global_env_offset``), gradients
+  are all-reduced by DDP, and the logged statistics by one collective per log line.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.distributed import init_distributed, rank_info
 
 
 # ----------------------------------------------------------------------------------------- config
@@ -38,7 +42,7 @@ class Args:
     """Command-line configuration (every field is a ``--flag``)."""
 
     env_id: str = "gym_graphreset/Ant-v5"
-    num_envs: int = 4096
+    num_envs: int = 4096  # per rank under torchrun
     total_timesteps: int = 100_000_000
     time_limit_s: float = 0.0  # stop after this many seconds (0: no limit)
     device: str = "auto"
@@ -123,6 +127,10 @@ class Agent(nn.Module):
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         return self.critic(self.norm(obs)).squeeze(-1)
 
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The update's pass (through DDP when distributed)."""
+        return self.act(obs, action)
+
     def act(self, obs: torch.Tensor, action: torch.Tensor | None = None):
         x = self.norm(obs)
         dist = torch.distributions.Normal(self.actor(x), self.log_std.exp().expand(x.shape[0], -1))
@@ -132,8 +140,14 @@ class Agent(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------- env
-def make_env(args: Args, device: torch.device) -> FixedShapeAutoresetVectorEnv:
-    inner = gym.make_vec(args.env_id, num_envs=args.num_envs, vectorization_mode="vector_entry_point", device=device)
+def make_env(args: Args, device: torch.device, global_env_offset: int = 0) -> FixedShapeAutoresetVectorEnv:
+    inner = gym.make_vec(
+        args.env_id,
+        num_envs=args.num_envs,
+        vectorization_mode="vector_entry_point",
+        device=device,
+        global_env_offset=global_env_offset,
+    )
     graph = device.type == "cuda" and args.cuda_graph
     return FixedShapeAutoresetVectorEnv(
         inner,
@@ -149,14 +163,21 @@ def make_env(args: Args, device: torch.device) -> FixedShapeAutoresetVectorEnv:
 # ----------------------------------------------------------------------------------------- train
 def train(args: Args) -> dict[str, list[float]]:
     """Run PPO; returns the logged curve (env steps, mean episode return)."""
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    distributed = init_distributed()
+    share = rank_info(args.num_envs, device=None if args.device == "auto" else args.device)
+    device, is_main = share.device, share.rank == 0
     torch.manual_seed(args.seed)
-    env = make_env(args, device)
+    env = make_env(args, device, share.global_env_offset)
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
     low = torch.as_tensor(env.single_action_space.low, device=device)
     high = torch.as_tensor(env.single_action_space.high, device=device)
     agent = Agent(obs_dim, act_dim, args.hidden).to(device)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    learner: nn.Module = agent
+    if distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        learner = DistributedDataParallel(agent, device_ids=[device.index] if device.type == "cuda" else None)
 
     T, N = args.num_steps, args.num_envs
     obs_buf = torch.zeros(T, N, obs_dim, device=device)
@@ -172,7 +193,7 @@ def train(args: Args) -> dict[str, list[float]]:
     minibatch = batch // args.num_minibatches
     curve: dict[str, list[float]] = {"env_steps": [], "mean_return": [], "seconds": []}
     start = time.perf_counter()
-    bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter")
+    bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main)
     for it in bar:
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (it - 1) / iterations)
@@ -207,7 +228,7 @@ def train(args: Args) -> dict[str, list[float]]:
             perm = torch.randperm(batch, device=device)
             for s in range(0, batch, minibatch):
                 idx = perm[s : s + minibatch]
-                _, logp, entropy, value = agent.act(b_obs[idx], b_act[idx])
+                _, logp, entropy, value = learner(b_obs[idx], b_act[idx])
                 ratio = (logp - b_logp[idx]).exp()
                 adv = (b_adv[idx] - b_adv[idx].mean()) / (b_adv[idx].std() + 1e-8)
                 pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
@@ -220,10 +241,15 @@ def train(args: Args) -> dict[str, list[float]]:
                 optimizer.step()
         # ---- logging: one host read per `log_every` iterations
         if it % args.log_every == 0 or it == iterations:
-            count = float(ep_count)
+            totals = torch.stack((ep_return_sum, ep_count))
+            if distributed:
+                import torch.distributed as dist
+
+                dist.all_reduce(totals)  # one collective per log line
+            total_return, count = totals.tolist()
             if count > 0:
-                mean_return = float(ep_return_sum) / count
-                curve["env_steps"].append(it * batch)
+                mean_return = total_return / count
+                curve["env_steps"].append(it * batch * share.world_size)
                 curve["mean_return"].append(mean_return)
                 curve["seconds"].append(time.perf_counter() - start)
                 bar.set_postfix(
@@ -232,8 +258,13 @@ def train(args: Args) -> dict[str, list[float]]:
             ep_return_sum.zero_()
             ep_count.zero_()
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
-            break
+            break  # under torchrun every rank must stop together: give all ranks the same limit
     env.close()
+    if distributed:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
+    curve["is_main"] = [float(is_main)]
     return curve
 
 
@@ -262,7 +293,6 @@ def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
 if __name__ == "__main__":
     cli_args = parse_args()
     result = train(cli_args)
-    print(
-        f"wrote {save_curve(result, cli_args)}; final mean return "
-        f"{result['mean_return'][-1] if result['mean_return'] else float('nan'):.1f}"
-    )
+    if result.pop("is_main") == [1.0]:
+        final = result["mean_return"][-1] if result["mean_return"] else float("nan")
+        print(f"wrote {save_curve(result, cli_args)}; final mean return {final:.1f}")

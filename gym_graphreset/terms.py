@@ -49,6 +49,7 @@ class EpisodeStatistics:
         self.episode_return = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.done = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.totals = torch.zeros(3, dtype=torch.float64, device=device)  # sum r, sum l, episodes
         self._allocated = True
 
     def bind(self, env: Any) -> None:
@@ -63,6 +64,7 @@ class EpisodeStatistics:
         self.done.copy_(terminated | truncated)
         self.episode_return.copy_(torch.where(self.done, self.running_return, 0.0))
         self.episode_length.copy_(torch.where(self.done, self.running_length, 0))
+        self.totals.add_(torch.stack((self.episode_return.sum(), self.episode_length.sum(), self.done.sum())).double())
 
     def reset(self, env_ids: Any) -> None:
         """Zero the running sums of the selected rows."""
@@ -74,6 +76,26 @@ class EpisodeStatistics:
         self.done.fill_(False)
         self.episode_return.zero_()
         self.episode_length.zero_()
+
+    def summary(self, group: Any = None, clear: bool = True) -> dict[str, float]:
+        """Mean return and length of the episodes finished since the last summary, and their count.
+
+        One host read; with ``group`` (``True`` for the default ``torch.distributed`` group) the totals
+        are all-reduced first, so every rank gets the population's numbers (one collective).
+        """
+        totals = self.totals.clone()
+        if group is not None and group is not False:
+            import torch.distributed as dist
+
+            dist.all_reduce(totals, group=None if group is True else group)
+        r, length, n = totals.tolist()
+        if clear:
+            self.totals.zero_()
+        return {
+            "episodes": n,
+            "mean_return": r / n if n else float("nan"),
+            "mean_length": length / n if n else float("nan"),
+        }
 
     def info(self) -> dict[str, Any]:
         """The info entries for this step."""

@@ -9,6 +9,7 @@ message and the step window it covers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -22,6 +23,7 @@ class FailedCheck:
     name: str
     message: str
     first_failed_step: int
+    rank: int | None = None  # the process that failed, when polled across ranks
 
 
 class DeferredValidationError(RuntimeError):
@@ -30,7 +32,11 @@ class DeferredValidationError(RuntimeError):
     def __init__(self, failures: list[FailedCheck], window: tuple[int, int]) -> None:
         self.failures = failures
         self.window = window
-        lines = [f"  - {f.name}: {f.message} (first failed at step {f.first_failed_step})" for f in failures]
+        lines = [
+            f"  - {f.name}{'' if f.rank is None else f' on rank {f.rank}'}: {f.message} "
+            f"(first failed at step {f.first_failed_step})"
+            for f in failures
+        ]
         super().__init__(
             f"{len(failures)} deferred check(s) failed between steps {window[0]} and {window[1]}:\n"
             + "\n".join(lines)
@@ -97,21 +103,49 @@ class ValidationLatch:
         """Count a step on the device (captured code calls this too)."""
         self.step.add_(steps)
 
-    def poll(self, steps_done: int) -> None:
+    def poll(self, steps_done: int, group: Any = None) -> None:
         """One host read of every slot; raise on any failure (naming steps since the last poll).
 
         Args:
             steps_done: Steps completed so far; the window reported is ``[last poll, steps_done - 1]``.
+            group: A ``torch.distributed`` process group (or ``True`` for the default one): the slots of
+                every rank are all-gathered in one collective, so a failure on any rank is raised on every
+                rank, naming the rank. Every rank must register the same checks in the same order.
         """
-        first_failed = self.first_failed[: len(self._slots)].tolist()
         window = (self._window_start, steps_done - 1)
         self._window_start = steps_done
-        if all(v < 0 for v in first_failed):
+        names, messages = list(self._slots), list(self._messages)
+        if group is None or group is False:
+            failures = [
+                FailedCheck(names[i], messages[i], v)
+                for i, v in enumerate(self.first_failed[: len(names)].tolist())
+                if v >= 0
+            ]
+        else:
+            failures = self._poll_ranks(None if group is True else group)
+        if not failures:
             return
         self.clear()
-        names = list(self._slots)
-        failures = [FailedCheck(names[i], self._messages[i], v) for i, v in enumerate(first_failed) if v >= 0]
         raise DeferredValidationError(failures, window)
+
+    def _poll_ranks(self, group: Any) -> list[FailedCheck]:
+        import torch.distributed as dist
+
+        gathered = [torch.empty_like(self.first_failed) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(gathered, self.first_failed, group=group)  # the one collective of a passing poll
+        per_rank = [t.tolist() for t in gathered]
+        if all(v < 0 for values in per_rank for v in values):
+            return []
+        # Some rank failed (every rank sees it): gather the check names too, since a rank may have
+        # registered checks the others never made.
+        labels: list[Any] = [None] * len(gathered)
+        dist.all_gather_object(labels, (list(self._slots), list(self._messages)), group=group)
+        return [
+            FailedCheck(labels[rank][0][i], labels[rank][1][i], v, rank)
+            for rank, values in enumerate(per_rank)
+            for i, v in enumerate(values[: len(labels[rank][0])])
+            if v >= 0
+        ]
 
     def clear(self) -> None:
         """Forget every verdict (in place)."""

@@ -71,6 +71,9 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         autoreset_graph_capture_mode: CUDA stream capture mode for torch and warp alike.
         cuda_graph_scope: ``"reset"`` or ``"step"``.
         reset_terms: ``{name: term}`` run in order after the inner env's reset (see :mod:`.terms`).
+        process_group: With ``torch.distributed``: ``True`` (default group) or a group; every poll then
+            all-gathers the verdicts of all ranks in one collective (none per step) and a failure on any
+            rank is raised on every rank, naming it (see :mod:`gym_graphreset.distributed`).
 
     Example:
         >>> from gym_graphreset.envs import CartPoleVectorEnv
@@ -96,8 +99,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         autoreset_graph_capture_mode: str = "thread_local",
         cuda_graph_scope: str = "reset",
         reset_terms: dict[str, Any] | None = None,
+        process_group: Any = None,
     ) -> None:
         super().__init__(env)
+        self.process_group = process_group
         self.masked_autoreset = _check_flag("masked_autoreset", masked_autoreset)
         self.defer_finite_validation = _check_flag("defer_finite_validation", defer_finite_validation)
         self.persistent_step_buffers = _check_flag("persistent_step_buffers", persistent_step_buffers)
@@ -255,7 +260,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def poll_finite_validation(self) -> None:
         """One host read of every latched check; raise :class:`DeferredValidationError` on failure."""
         try:
-            self.latch.poll(self.host_step)
+            self.latch.poll(self.host_step, self.process_group)
         except DeferredValidationError as err:
             self._failed = err
             raise
@@ -298,7 +303,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         pending, self._failed = self._failed, None
         if pending is None:
             try:
-                self.latch.poll(self.host_step)
+                self.latch.poll(self.host_step, self.process_group)
             except DeferredValidationError as err:
                 self._failed = err
                 raise
