@@ -35,12 +35,12 @@ env = FixedShapeAutoresetVectorEnv(
     process_group=True if distributed else None,
 )
 obs, _ = env.reset(seed=7)
-trajectory = [obs.clone()]
+trajectory = [obs.cpu()]
 error = ""
 for t in range(60):
     gen = torch.Generator().manual_seed(1000 + t)
     all_actions = torch.randint(0, 2, (args.total_envs,), generator=gen)
-    actions = all_actions[info.global_env_offset : info.global_env_offset + info.num_envs]
+    actions = all_actions[info.global_env_offset : info.global_env_offset + info.num_envs].to(info.device)
     if args.mode == "fault" and t == 5 and info.rank == world - 1:
         env.require(torch.tensor(False), "injected_fault", f"rank {info.rank} broke on purpose")
     try:
@@ -48,7 +48,7 @@ for t in range(60):
     except DeferredValidationError as err:
         error = str(err)
         break
-    trajectory.append(obs.clone())
+    trajectory.append(obs.cpu())
 summary = ep.summary(group=True if distributed else None)
 args.out.mkdir(parents=True, exist_ok=True)
 torch.save(torch.stack(trajectory), args.out / f"traj_ws{world}_rank{info.rank}.pt")
