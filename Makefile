@@ -20,11 +20,13 @@ $(STAMP): pyproject.toml
 test: install
 	$(PY) -m pytest
 
+DEMO_ENV ?= gym_graphreset/CartPole-v1
+
 demo: install
-	$(PY) -m gym_graphreset demo
+	$(PY) -m gym_graphreset demo --env-id $(DEMO_ENV)
 
 bench: install
-	$(PY) -m gym_graphreset bench
+	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV)
 
 lint: install
 	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples
