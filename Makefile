@@ -26,6 +26,7 @@ demo: install
 	$(PY) -m gym_graphreset demo --env-id $(DEMO_ENV)
 
 bench: install
+	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-json=benchmarks/results/pytest-benchmark.json
 	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV)
 
 lint: install
