@@ -21,6 +21,7 @@ __all__ = [
     "ResetSelectionUnsupportedError",
     "assign_rows_",
     "fill_rows_",
+    "options_reset_mask",
     "participant_name",
     "reset_selection_capable",
     "resolve_reset_mask",
@@ -163,6 +164,20 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
     mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
     mask[x.reshape(-1).long()] = True
     return mask
+
+
+def options_reset_mask(options: dict[str, Any] | None, all_rows: torch.Tensor) -> torch.Tensor:
+    """The rows an env's ``reset(options=...)`` must reset, as a bool mask, with no copy on the hot path.
+
+    ``options["reset_mask"]`` may be absent (every row: ``all_rows``, a persistent all-True mask), a
+    :class:`ResetSelection` (its mask, used directly), or ids / a bool mask (resolved into a new mask).
+    """
+    reset_mask = (options or {}).get("reset_mask")
+    if reset_mask is None:
+        return all_rows
+    if isinstance(reset_mask, ResetSelection):
+        return reset_mask.mask
+    return resolve_reset_mask(reset_mask, all_rows.shape[0], all_rows.device)
 
 
 def _row_mask(sel: Any, t: torch.Tensor) -> torch.Tensor:

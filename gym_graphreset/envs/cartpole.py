@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.rng import counter_uniform
-from gym_graphreset.selection import ResetSelection, resolve_reset_mask
+from gym_graphreset.selection import options_reset_mask
 
 __all__ = ["CartPoleVectorEnv"]
 
@@ -98,13 +98,7 @@ class CartPoleVectorEnv(VectorEnv):
                 raise ValueError(f"`seed` must be an int or None, got {seed!r}")
             self.seed.fill_(int(seed))
             self.episode.fill_(-1)
-        reset_mask = (options or {}).get("reset_mask")
-        if reset_mask is None:
-            mask = self._all
-        elif isinstance(reset_mask, ResetSelection):
-            mask = reset_mask.mask
-        else:
-            mask = resolve_reset_mask(reset_mask, self.num_envs, self.device)
+        mask = options_reset_mask(options, self._all)
         self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
         draws = counter_uniform(self.seed, self.env_ids, self.episode, 4, low=-0.05, high=0.05, dtype=self.state.dtype)
         self.state.copy_(torch.where(mask.unsqueeze(1), draws, self.state))

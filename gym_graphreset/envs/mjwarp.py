@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.graph import warp_external_capture
 from gym_graphreset.rng import bits_to_normal, bits_to_uniform, counter_bits
-from gym_graphreset.selection import ResetSelection, resolve_reset_mask
+from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
@@ -349,13 +349,7 @@ class MJWarpVectorEnv(VectorEnv):
                 raise ValueError(f"`seed` must be an int or None, got {seed!r}")
             self.seed.fill_(int(seed))
             self.episode.fill_(-1)
-        reset_mask = (options or {}).get("reset_mask")
-        if reset_mask is None:
-            mask = self._all
-        elif isinstance(reset_mask, ResetSelection):
-            mask = reset_mask.mask
-        else:
-            mask = resolve_reset_mask(reset_mask, self.num_envs, self.device)
+        mask = options_reset_mask(options, self._all)
         with self._on_stream():
             self._masked_reset(mask)
             obs = self._observe()
