@@ -6,7 +6,7 @@ initialisation, no global config changes).
 
 from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.graph import AutoresetGraph, StaleGraphError
+from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
 from gym_graphreset.selection import (
     ResetSelection,
@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AutoresetGraph",
+    "CaptureReport",
     "DeferredValidationError",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",

@@ -19,18 +19,67 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
 import torch
 
 from gym_graphreset.host_transitions import HostTransitions
 
-__all__ = ["CAPTURE_MODES", "AutoresetGraph", "StaleGraphError", "warp_external_capture"]
+__all__ = [
+    "CAPTURE_MODES",
+    "AutoresetGraph",
+    "CaptureReport",
+    "StaleGraphError",
+    "cuda_capture_reasons",
+    "warp_external_capture",
+]
 
 CAPTURE_MODES = ("global", "thread_local", "relaxed")
 
 _T = TypeVar("_T")
 CaptureScope = Callable[[torch.cuda.Stream, str], AbstractContextManager[Any]]
+
+
+@dataclass
+class CaptureReport:
+    """Whether the reset body / whole step can be captured here, with structured reasons when not.
+
+    ``reasons`` maps a short code (``"device"``, ``"cuda_unavailable"``, ``"memory_pool"``, ``"flags"``,
+    ``"step_capture_blockers"``, ``"reset_selection_blockers"``, ``"driver"``) to a message. ``state`` says
+    what the graph did so far (captures, replays, recorded host transitions).
+    """
+
+    scope: str
+    reasons: dict[str, str] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def eligible(self) -> bool:
+        """No reason prevents capture."""
+        return not self.reasons
+
+    def __str__(self) -> str:
+        if self.eligible:
+            return f"capture of scope {self.scope!r} is possible; {self.state}"
+        lines = "\n".join(f"  - {code}: {message}" for code, message in self.reasons.items())
+        return f"capture of scope {self.scope!r} is not possible:\n{lines}"
+
+
+def cuda_capture_reasons(device: torch.device) -> dict[str, str]:
+    """Reasons (code -> message) why CUDA graphs cannot be captured on ``device``; empty when they can."""
+    import os
+
+    reasons: dict[str, str] = {}
+    if device.type != "cuda":
+        reasons["device"] = f"the env is on {device}; CUDA graphs need a CUDA device"
+        return reasons
+    if not torch.cuda.is_available():
+        reasons["cuda_unavailable"] = "torch reports no usable CUDA device"
+        return reasons
+    if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "0") not in ("", "0"):
+        reasons["memory_pool"] = "PYTORCH_NO_CUDA_MEMORY_CACHING is set: graphs need torch's caching allocator pools"
+    return reasons
 
 
 class StaleGraphError(RuntimeError):

@@ -18,7 +18,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gym_graphreset.buffers import PublicationRing, TensorStore, tree_copy_, tree_leaves, tree_where
-from gym_graphreset.graph import AutoresetGraph, check_capture_mode
+from gym_graphreset.graph import AutoresetGraph, CaptureReport, check_capture_mode, cuda_capture_reasons
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.selection import (
     ResetSelection,
@@ -157,6 +157,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.device = _env_device(env)
         if autoreset_cuda_graph and self.device.type != "cuda":
             raise ValueError(f"`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device {self.device}")
+        if autoreset_cuda_graph and cuda_capture_reasons(self.device):
+            raise ValueError(f"`autoreset_cuda_graph=True` but {CaptureReport('', cuda_capture_reasons(self.device))}")
         self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
 
         self.selection = ResetSelection(self.num_envs, self.device)
@@ -217,6 +219,34 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             if not getattr(env, "supports_step_capture", False)
             and not (isinstance(env, VectorWrapper) and type(env).step is VectorWrapper.step)
         ]
+
+    def capture_report(self, scope: str | None = None) -> CaptureReport:
+        """Why the reset body (``scope="reset"``) or the whole step (``"step"``) can or cannot be captured.
+
+        Never a silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
+        construction; this method lets you ask before (and see what the graph did after).
+        """
+        scope = scope or self.cuda_graph_scope
+        reasons = cuda_capture_reasons(self.device)
+        missing = [f for f in ("masked_autoreset", "persistent_step_buffers") if not getattr(self, f)]
+        if missing:
+            reasons["flags"] = f"capture needs {' and '.join(f'`{f}=True`' for f in missing)}"
+        blockers = self.reset_selection_blockers()
+        if blockers:
+            reasons["reset_selection_blockers"] = f"cannot take a ResetSelection: {', '.join(blockers)}"
+        if scope == "step" and self.step_capture_blockers():
+            reasons["step_capture_blockers"] = (
+                f"do not declare supports_step_capture: {', '.join(self.step_capture_blockers())}"
+            )
+        graph = self._graph
+        state = {
+            "captured": bool(graph and graph.captured),
+            "captures": graph.captures if graph else 0,
+            "replays": graph.replays if graph else 0,
+            "eager_calls": graph.eager_calls if graph else 0,
+            "host_transitions": graph.transitions.names if graph else [],
+        }
+        return CaptureReport(scope, reasons, state)
 
     def add_reset_term(self, name: str, term: Any) -> None:
         """Add a reset term, run after the inner env's reset and the terms added before it."""

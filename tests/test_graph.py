@@ -161,3 +161,30 @@ def test_canary_catches_the_selected_path() -> None:
         assert_sync_free(lambda: env.step(a), steps=2)
     syncs, _ = count_host_syncs(lambda: env.step(a))
     assert syncs >= 1
+
+
+def test_capture_report_names_every_reason_on_the_cpu() -> None:
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+
+    from .test_wrapper import _PlainTerm
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), reset_terms={"plain": _PlainTerm()})
+    report = env.capture_report("step")
+    assert not report.eligible
+    assert set(report.reasons) == {"device", "flags", "reset_selection_blockers"}
+    assert (
+        "plain" in report.reasons["reset_selection_blockers"] and "persistent_step_buffers" in report.reasons["flags"]
+    )
+    assert "not possible" in str(report) and report.state["captures"] == 0
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_capture_report_after_capture() -> None:
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(64, device="cuda"), **GRAPH_MODES["step_graph"])
+    assert env.capture_report().eligible
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(torch.ones(64, dtype=torch.long, device="cuda"))
+    state = env.capture_report().state
+    assert state["captured"] and state["captures"] == 1 and state["replays"] == 3
