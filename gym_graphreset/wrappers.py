@@ -1,0 +1,178 @@
+"""Torch-native, sync-free vector wrappers that take a ResetSelection and work under graph capture.
+
+Gymnasium's ``VectorObservationWrapper`` refuses SAME_STEP envs and its normalisers are numpy. These sit
+*inside* :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` (between it and the inner env), so the
+wrapper's ``final_obs`` is built from their output (normalised like every other observation), they are
+participants in the reset negotiation, and their state is device tensors updated in place.
+
+    env = FixedShapeAutoresetVectorEnv(
+        NormalizeObservation(ClipAction(inner)), masked_autoreset=True, defer_finite_validation=True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import VectorEnv, VectorWrapper
+from gymnasium.vector.utils import batch_space
+
+from gym_graphreset.selection import options_reset_mask
+
+__all__ = ["ClipAction", "ClipObservation", "NormalizeObservation", "NormalizeReward", "RescaleAction"]
+
+
+def _box(space: spaces.Space, what: str) -> spaces.Box:
+    if not isinstance(space, spaces.Box):
+        raise ValueError(f"{what} needs a Box space, got {space}")
+    return space
+
+
+class _TorchVectorWrapper(VectorWrapper):
+    """Shared pieces: selection-capable, capture-safe, device from the inner env."""
+
+    supports_reset_selection = True
+    supports_step_capture = True
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.device = torch.device(getattr(env, "device", "cpu"))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Forward the reset (a ResetSelection passes through untouched); transform the observation."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        return self._observation(obs, update=False), info
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """Transform the action, step, transform the outputs."""
+        obs, reward, terminated, truncated, info = self.env.step(self._action(actions))
+        return (
+            self._observation(obs, update=True),
+            self._reward(reward, terminated | truncated),
+            terminated,
+            truncated,
+            info,
+        )
+
+    def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
+        return obs
+
+    def _action(self, actions: torch.Tensor) -> torch.Tensor:
+        return actions
+
+    def _reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        return reward
+
+
+class NormalizeObservation(_TorchVectorWrapper):
+    """Observations standardised by running mean/variance of the observations seen after each step.
+
+    Args:
+        env: The inner env (Box observations).
+        epsilon: Added to the variance.
+        clip: Normalised observations are clipped to ``[-clip, clip]``.
+        update: Whether statistics are updated (set ``False`` to freeze them for evaluation).
+    """
+
+    def __init__(self, env: VectorEnv, epsilon: float = 1e-8, clip: float = 10.0, update: bool = True) -> None:
+        super().__init__(env)
+        shape = _box(env.single_observation_space, "NormalizeObservation").shape
+        self.mean = torch.zeros(shape, dtype=torch.float64, device=self.device)
+        self.var = torch.ones(shape, dtype=torch.float64, device=self.device)
+        self.count = torch.full((), epsilon, dtype=torch.float64, device=self.device)
+        self.epsilon, self.clip, self.update = epsilon, clip, update
+        self.single_observation_space = spaces.Box(-clip, clip, shape, np.float32)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
+
+    def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
+        if update and self.update:
+            x = obs.double()
+            batch_mean, batch_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+            delta, total = batch_mean - self.mean, self.count + n
+            self.mean.add_(delta * n / total)
+            self.var.copy_((self.var * self.count + batch_var * n + delta.square() * self.count * n / total) / total)
+            self.count.copy_(total)
+        out = (obs.double() - self.mean) / torch.sqrt(self.var + self.epsilon)
+        return out.clamp(-self.clip, self.clip).to(obs.dtype)
+
+
+class NormalizeReward(_TorchVectorWrapper):
+    """Rewards divided by the running standard deviation of the discounted return (Gymnasium's rule).
+
+    The per-row discounted return restarts on rows whose episode ended, with no host read.
+    """
+
+    supports_reset_selection = True  # its reset is overridden below with masked writes: re-declared
+
+    def __init__(self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8) -> None:
+        super().__init__(env)
+        self.gamma, self.epsilon = gamma, epsilon
+        self.returns = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
+        self.var = torch.ones((), dtype=torch.float64, device=self.device)
+        self.mean = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.count = torch.full((), epsilon, dtype=torch.float64, device=self.device)
+        self._all = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Restart the discounted return of the reset rows (masked write)."""
+        self.returns.masked_fill_(options_reset_mask(options, self._all), 0.0)
+        return super().reset(seed=seed, options=options)
+
+    def _reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        self.returns.copy_(self.returns * self.gamma + reward.double())
+        x = self.returns
+        batch_mean, batch_var, n = x.mean(), x.var(unbiased=False), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + n
+        self.mean.add_(delta * n / total)
+        self.var.copy_((self.var * self.count + batch_var * n + delta.square() * self.count * n / total) / total)
+        self.count.copy_(total)
+        self.returns.masked_fill_(done, 0.0)
+        return (reward.double() / torch.sqrt(self.var + self.epsilon)).to(reward.dtype)
+
+
+class ClipAction(_TorchVectorWrapper):
+    """Actions clipped to the Box bounds of the action space."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        space = _box(env.single_action_space, "ClipAction")
+        self.low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+        self.high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+
+    def _action(self, actions: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(actions, self.low.to(actions.dtype), self.high.to(actions.dtype))
+
+
+class RescaleAction(_TorchVectorWrapper):
+    """Actions in ``[min_action, max_action]`` mapped affinely onto the env's Box bounds."""
+
+    def __init__(self, env: VectorEnv, min_action: float = -1.0, max_action: float = 1.0) -> None:
+        super().__init__(env)
+        if not min_action < max_action:
+            raise ValueError(f"`min_action` must be < `max_action`, got {min_action} and {max_action}")
+        space = _box(env.single_action_space, "RescaleAction")
+        self.low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+        self.high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+        self.min_action, self.max_action = min_action, max_action
+        self.single_action_space = spaces.Box(min_action, max_action, space.shape, np.float32)
+        self.action_space = batch_space(self.single_action_space, env.num_envs)
+
+    def _action(self, actions: torch.Tensor) -> torch.Tensor:
+        unit = (actions - self.min_action) / (self.max_action - self.min_action)
+        return self.low + unit * (self.high - self.low)
+
+
+class ClipObservation(_TorchVectorWrapper):
+    """Observations clipped to ``[low, high]``."""
+
+    def __init__(self, env: VectorEnv, low: float, high: float) -> None:
+        super().__init__(env)
+        self.low, self.high = low, high
+        shape = env.single_observation_space.shape
+        self.single_observation_space = spaces.Box(low, high, shape, np.float32)
+        self.observation_space = batch_space(self.single_observation_space, env.num_envs)
+
+    def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
+        return obs.clamp(self.low, self.high)

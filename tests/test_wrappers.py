@@ -1,0 +1,95 @@
+"""Torch-native vector wrappers: negotiation participants, identical paths, capture-safe state,
+normalisation that reaches final_obs; Gymnasium's array-conversion wrappers around our envs."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from gymnasium.wrappers.vector import ArrayConversion
+
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.envs import CartPoleVectorEnv
+from gym_graphreset.testing import assert_masked_matches_selected
+from gym_graphreset.wrappers import ClipAction, ClipObservation, NormalizeObservation, NormalizeReward, RescaleAction
+
+from .conftest import MODES, scripted_env
+
+
+def _stack(n: int = 6, steps: int = 80):
+    return NormalizeReward(NormalizeObservation(ClipAction(RescaleAction(scripted_env(n, steps, p_done=0.15), -2, 2))))
+
+
+def test_wrappers_are_participants_without_blockers() -> None:
+    env = FixedShapeAutoresetVectorEnv(_stack(), **MODES["masked"])
+    assert env.reset_selection_blockers() == []
+    assert env.step_capture_blockers() == []
+
+
+@pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+def test_paths_identical_through_the_wrappers(mode: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    actions = [torch.rand(6, 3, generator=gen) * 4 - 2 for _ in range(80)]
+
+    def factory(flags):
+        return FixedShapeAutoresetVectorEnv(_stack(), reset_terms={"ep": EpisodeStatistics()}, **flags)
+
+    assert_masked_matches_selected(factory, actions, flags=MODES[mode])
+
+
+def test_normalize_observation_standardises_and_reaches_final_obs() -> None:
+    inner = NormalizeObservation(scripted_env(64, 300, p_done=0.02))
+    env = FixedShapeAutoresetVectorEnv(inner, **MODES["masked"])
+    env.reset(seed=0)
+    gen = torch.Generator().manual_seed(1)
+    seen = []
+    for _ in range(300):
+        obs, *_, info = env.step(torch.randn(64, 3, generator=gen))
+        seen.append(obs)
+        done = info["_final_obs"]
+        assert torch.equal(info["final_obs"][~done], obs[~done])  # final_obs is the normalised obs
+    late = torch.cat(seen[150:])[:, :3]  # column 3 is the episode index: not stationary
+    assert late.mean(0).abs().max() < 0.35 and (late.std(0) - 1).abs().max() < 0.35
+    ptr = inner.mean.data_ptr()
+    env.step(torch.zeros(64, 3))
+    assert inner.mean.data_ptr() == ptr  # updated in place: a captured graph keeps pointing at it
+
+
+def test_normalize_reward_scales_by_return_std() -> None:
+    inner = NormalizeReward(scripted_env(128, 400, p_done=0.01), gamma=0.9)
+    env = FixedShapeAutoresetVectorEnv(inner, **MODES["masked"])
+    env.reset(seed=0)
+    for _ in range(400):
+        _, reward, *_ = env.step(torch.full((128, 3), 0.5))
+    raw_scale = inner.var.sqrt().item()
+    assert raw_scale > 1.0 and torch.isfinite(reward).all()
+    assert inner.returns.abs().max() < float("inf")
+
+
+def test_action_wrappers() -> None:
+    rescale = RescaleAction(scripted_env(2, 5), min_action=0.0, max_action=1.0)
+    assert torch.allclose(rescale._action(torch.tensor([[0.0, 0.5, 1.0]] * 2)), torch.tensor([[-1.0, 0.0, 1.0]] * 2))
+    clip = ClipAction(scripted_env(2, 5))
+    assert torch.allclose(clip._action(torch.tensor([[5.0, -5.0, 0.2]] * 2)), torch.tensor([[1.0, -1.0, 0.2]] * 2))
+    with pytest.raises(ValueError, match=re.escape("`min_action` must be < `max_action`, got 1.0 and 1.0")):
+        RescaleAction(scripted_env(2, 5), 1.0, 1.0)
+
+
+def test_clip_observation() -> None:
+    env = ClipObservation(scripted_env(2, 5), -0.1, 0.1)
+    obs, _ = env.reset(seed=0)
+    assert obs.abs().max() <= 0.1 and env.single_observation_space.high[0] == np.float32(0.1)
+
+
+def test_gymnasium_array_conversion_to_numpy_around_our_env() -> None:
+    """Gymnasium's ArrayConversion (torch -> numpy; gymnasium 1.4 has no vector TorchToNumpy) works."""
+    env = ArrayConversion(
+        FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), **MODES["masked"]), env_xp=torch, target_xp=np
+    )
+    obs, _ = env.reset(seed=0)
+    assert isinstance(obs, np.ndarray) and obs.shape == (4, 4)
+    for _ in range(30):
+        obs, reward, *_, info = env.step(np.ones(4, dtype=np.int64))
+    assert isinstance(reward, np.ndarray) and isinstance(info["final_obs"], np.ndarray)
