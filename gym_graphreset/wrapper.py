@@ -191,6 +191,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                     f"`supports_step_capture = True`: {', '.join(blockers)}; use cuda_graph_scope='reset'"
                 )
 
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """``AutoresetMode.SAME_STEP``, as an attribute too (Gymnasium's vector envs and TorchRL read it)."""
+        return AutoresetMode.SAME_STEP
+
     # ------------------------------------------------------------------ negotiation
 
     def _chain(self) -> Iterator[VectorEnv]:
