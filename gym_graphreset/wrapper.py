@@ -24,6 +24,7 @@ from gym_graphreset.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
     participant_name,
+    resolve_reset_mask,
     supports_reset_selection,
 )
 from gym_graphreset.validation import DeferredValidationError, ValidationLatch
@@ -346,16 +347,12 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         inner_options = dict(options) if options else None  # never mutate the caller's dict
         obs, info = self.env.reset(seed=seed, options=inner_options)
         reset_mask = None if inner_options is None else inner_options.get("reset_mask")
+        rows = None if reset_mask is None else resolve_reset_mask(reset_mask, self.num_envs, self.device)
         if self.masked_autoreset:
-            if reset_mask is None:
-                self.selection.mask.fill_(True)
-            elif isinstance(reset_mask, ResetSelection):
-                self.selection.mask.copy_(reset_mask.mask)
-            else:
-                self.selection.mask.copy_(torch.as_tensor(reset_mask, device=self.device))
+            self.selection.mask.copy_(rows if rows is not None else torch.ones_like(self.selection.mask))
             sel: Any = self.selection
         else:
-            sel = None if reset_mask is None else torch.as_tensor(reset_mask, device=self.device)
+            sel = rows
         for term in self._terms.values():
             term.reset(sel)
             if reset_mask is None and callable(getattr(term, "clear_published", None)):

@@ -495,3 +495,20 @@ def test_reset_with_mask_resets_terms_rows() -> None:
         env.step(torch.zeros(3, 3))
     env.reset(options={"reset_mask": torch.tensor([False, True, False])})
     assert ep.running_length.tolist() == [4, 0, 4]
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked"])
+@pytest.mark.parametrize("form", ["ids", "mask", "selection"])
+def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -> None:
+    ep = EpisodeStatistics()
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 30, p_done=0.0), reset_terms={"ep": ep}, **MODES[mode])
+    env.reset(seed=0)
+    for _ in range(2):
+        env.step(torch.zeros(3, 3))
+    rows = {
+        "ids": torch.tensor([2]),
+        "mask": torch.tensor([False, False, True]),
+        "selection": ResetSelection(3, "cpu").set_(torch.tensor([False, False, True])),
+    }[form]
+    env.reset(options={"reset_mask": rows})
+    assert ep.running_length.tolist() == [2, 2, 0]
