@@ -12,7 +12,15 @@ import math
 
 import torch
 
-__all__ = ["bits_to_normal", "bits_to_uniform", "counter_bits", "counter_normal", "counter_uniform", "hash_keys"]
+__all__ = [
+    "EpisodeKeys",
+    "bits_to_normal",
+    "bits_to_uniform",
+    "counter_bits",
+    "counter_normal",
+    "counter_uniform",
+    "hash_keys",
+]
 
 _MASK32 = 0xFFFFFFFF
 _M1 = 0x7FEB352D
@@ -114,3 +122,33 @@ def counter_normal(
 ) -> torch.Tensor:
     """Normal draws ``N(0, std**2)`` of shape ``(n, size)`` (float32 Box-Muller: tails to ~5.9 sigma)."""
     return bits_to_normal(counter_bits(seed, env_ids, episode, 2 * size, stream=stream + 1000), std, dtype)
+
+
+class EpisodeKeys:
+    """The per-row keys of counter-based reset draws, as persistent device tensors.
+
+    ``seed`` (int64 scalar), ``env_ids`` (global env index of each row) and ``episode`` (episode index of
+    each row, -1 before the first reset). Envs keep one and call :meth:`reseed` in ``reset(seed=...)``
+    and :meth:`advance_` on the rows they reset; the tensors never move, so a graph can hold them.
+    """
+
+    def __init__(self, num_envs: int, device: torch.device | str, global_env_offset: int = 0) -> None:
+        import numpy as np
+
+        entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+        self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=device)
+        self.env_ids = torch.arange(num_envs, dtype=torch.long, device=device) + int(global_env_offset)
+        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=device)
+
+    def reseed(self, seed: int | None) -> None:
+        """Set the seed (in place) and restart episode numbering; ``None`` keeps the current stream."""
+        if seed is None:
+            return
+        if isinstance(seed, bool) or (not isinstance(seed, int) and not hasattr(seed, "__index__")):
+            raise ValueError(f"`seed` must be an int or None, got {seed!r}")
+        self.seed.fill_(int(seed))
+        self.episode.fill_(-1)
+
+    def advance_(self, mask: torch.Tensor) -> None:
+        """Count a new episode on the rows of ``mask`` (no host read)."""
+        self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.rng import counter_uniform
+from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import options_reset_mask
 
 __all__ = ["CartPoleVectorEnv"]
@@ -76,10 +76,8 @@ class CartPoleVectorEnv(VectorEnv):
         dev = self.device
         self.state = torch.zeros(num_envs, 4, dtype=dtype, device=dev)
         self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
-        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
-        self.env_ids = torch.arange(num_envs, dtype=torch.long, device=dev) + int(global_env_offset)
-        entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
-        self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=dev)
+        self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
+        self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
 
     def capture_fingerprint(self) -> tuple[int, ...]:
@@ -93,13 +91,9 @@ class CartPoleVectorEnv(VectorEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
         """Reset all rows, or the rows of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
-        if seed is not None:
-            if not isinstance(seed, (int, np.integer)):
-                raise ValueError(f"`seed` must be an int or None, got {seed!r}")
-            self.seed.fill_(int(seed))
-            self.episode.fill_(-1)
+        self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
-        self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
+        self.keys.advance_(mask)
         draws = counter_uniform(self.seed, self.env_ids, self.episode, 4, low=-0.05, high=0.05, dtype=self.state.dtype)
         self.state.copy_(torch.where(mask.unsqueeze(1), draws, self.state))
         self.elapsed.masked_fill_(mask, 0)

@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.graph import warp_external_capture
-from gym_graphreset.rng import bits_to_normal, bits_to_uniform, counter_bits
+from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
@@ -150,10 +150,8 @@ class MJWarpVectorEnv(VectorEnv):
         self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
         self.body_mass = torch.as_tensor(self.mjm.body_mass, dtype=torch.float32, device=dev)
         self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
-        self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=dev)
-        self.env_ids = torch.arange(num_envs, dtype=torch.long, device=dev) + int(global_env_offset)
-        entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
-        self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=dev)
+        self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
+        self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
         self.overflow_seen = torch.zeros(num_envs, dtype=self.overflow.dtype, device=dev)
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
         self._overflow_bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=self.overflow.dtype, device=dev)
@@ -320,7 +318,7 @@ class MJWarpVectorEnv(VectorEnv):
         """
         self._reset_mask.copy_(mask)
         self._run("_reset_graph", self._reset_graph_body)
-        self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
+        self.keys.advance_(mask)
         qpos, qvel = self._sample_initial_state()
         m2 = mask.unsqueeze(1)
         self.qpos.copy_(torch.where(m2, qpos, self.qpos))
@@ -344,11 +342,7 @@ class MJWarpVectorEnv(VectorEnv):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
         """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
-        if seed is not None:
-            if not isinstance(seed, (int, np.integer)):
-                raise ValueError(f"`seed` must be an int or None, got {seed!r}")
-            self.seed.fill_(int(seed))
-            self.episode.fill_(-1)
+        self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
         with self._on_stream():
             self._masked_reset(mask)
