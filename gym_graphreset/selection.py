@@ -49,7 +49,7 @@ class ResetSelection:
 
     Example:
         >>> sel = ResetSelection(4, "cpu")
-        >>> sel.set_(torch.tensor([True, False, False, True]))
+        >>> _ = sel.set_(torch.tensor([True, False, False, True]))
         >>> sel.mask.tolist()
         [True, False, False, True]
     """
