@@ -37,8 +37,16 @@ MUJOCO_TASKS = (
 )
 
 
+def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
+    from gym_graphreset.workloads import ResetHeavyHalfCheetahEnv
+
+    return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
+
+
 def register_envs() -> None:
     """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
+    if "gym_graphreset/ResetHeavyHalfCheetah-v0" not in gym.registry:
+        gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
             gym.register(id=f"gym_graphreset/{task}", vector_entry_point=_make_task(task), max_episode_steps=1000)

@@ -74,6 +74,8 @@ class MJWarpVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}
     supports_reset_selection = True
     supports_step_capture = True
+    batched_model_fields: tuple[str, ...] = ()
+    """Model fields given one row per world (``put_model(batch_sizes=...)``), e.g. for domain randomisation."""
 
     def __init__(
         self,
@@ -132,7 +134,8 @@ class MJWarpVectorEnv(VectorEnv):
             self.cuda_stream = torch.cuda.Stream(self.device)
             self._wstream = wp.stream_from_torch(self.cuda_stream)
         with self._on_stream(wait=False):
-            self.m = mjw.put_model(self.mjm)
+            batch = {name: num_envs for name in self.batched_model_fields}
+            self.m = mjw.put_model(self.mjm, batch_sizes=batch or None)
             self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
             self.d = mjw.make_data(self.mjm, nworld=num_envs, nconmax=nconmax, njmax=njmax)
             self._reset_mask_wp = wp.zeros(num_envs, dtype=bool, device=self.wp_device)
