@@ -17,7 +17,7 @@ import gymnasium as gym
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.buffers import PublicationRing, TensorStore, tree_copy_, tree_leaves, tree_where
+from gym_graphreset.buffers import PublicationRing, TensorStore, tree_copy_, tree_leaves, tree_map, tree_where
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, check_capture_mode, cuda_capture_reasons
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.selection import (
@@ -427,7 +427,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         hooks = (getattr(obj, "capture_fingerprint", None) for obj in (*self._chain(), *self._terms.values()))
         inner = tuple(hook() for hook in hooks if callable(hook))
         actions = self._static_actions.data_ptr() if self._static_actions is not None else 0
-        carriers = tuple(sorted(self._carriers.pointers().items(), key=repr))
+        carriers = tuple(self._carriers.pointers().items())  # insertion order is fixed
         return (self.selection.mask.data_ptr(), actions, carriers, inner, tuple(self._terms))
 
     def _step_body(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
@@ -501,15 +501,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         info = dict(info)
         if self.persistent_step_buffers:
             c = self._carriers.write(
-                {
-                    "obs": obs,
-                    "final_obs": obs,
-                    "reward": reward,
-                    "terminated": terminated,
-                    "truncated": truncated,
-                    "done": done,
-                }
+                {"final_obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated, "done": done}
             )
+            if self._c is None:  # the post-reset obs carrier: written whole by the reset body, never copied in
+                self._c = {"obs": tree_map(torch.empty_like, c["final_obs"])}
+            c["obs"] = self._c["obs"]
             self._c = c
             if self.autoreset_cuda_graph and self.cuda_graph_scope == "reset":
                 if self._graph is None:
