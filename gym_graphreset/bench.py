@@ -27,7 +27,9 @@ __all__ = [
     "ModeResult",
     "env_versions",
     "measure_mode",
+    "measure_gymnasium_async",
     "measure_modes",
+    "measure_non_physics",
     "plot_results",
     "sample_actions",
     "table",
@@ -155,6 +157,8 @@ def measure_bare_physics(
 ) -> ModeResult | None:
     """Time the inner env's physics alone (``frame_skip`` substeps, captured on CUDA): the floor for a step.
 
+    The worlds are driven by the same random actions as the modes (one ctrl copy per step), never reset.
+
     Returns ``None`` for envs that are not MuJoCo Warp envs.
     """
     inner = make_inner()
@@ -162,14 +166,15 @@ def measure_bare_physics(
     if not callable(run_physics):
         return None
     device = torch.device(getattr(inner, "device", "cpu"))
+    pool = sample_actions(inner.action_space, device, 64)  # the same actions the modes get
     inner.reset(seed=0)
-    for _ in range(warmup):
-        run_physics()
+    for i in range(warmup):
+        run_physics(pool[i % len(pool)])
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     start = time.perf_counter()
-    for _ in range(steps):
-        run_physics()
+    for i in range(steps):
+        run_physics(pool[i % len(pool)])
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elapsed = time.perf_counter() - start
@@ -181,6 +186,63 @@ def measure_bare_physics(
         steps=steps,
         ms_per_step=elapsed / steps * 1e3,
         env_steps_per_s=inner.num_envs * steps / elapsed,
+        host_syncs_per_step=None,
+        peak_gpu_mem_mb=None,
+    )
+
+
+def measure_non_physics(
+    make_inner: Callable[[], gym.vector.VectorEnv], *, steps: int, warmup: int = 10, env_id: str = ""
+) -> ModeResult | None:
+    """The whole-step graph with the physics substeps switched off: a step's non-physics cost alone.
+
+    With :func:`measure_bare_physics` it splits a step: whole-step graph vs bare physics + this is the
+    cost of sequencing the two (nothing but device work is left when the ratio is ~1). CUDA MuJoCo Warp
+    envs only (``None`` otherwise).
+    """
+
+    def make_without_physics() -> gym.vector.VectorEnv:
+        inner = make_inner()
+        inner.physics_enabled = False  # type: ignore[attr-defined]
+        return inner
+
+    probe = make_inner()
+    eligible = hasattr(probe, "physics_enabled") and torch.device(getattr(probe, "device", "cpu")).type == "cuda"
+    probe.close()
+    if not eligible:
+        return None
+    result = measure_mode(make_without_physics, "step graph", steps=steps, warmup=warmup, env_id=env_id)
+    result.mode = "non-physics"
+    return result
+
+
+def measure_gymnasium_async(
+    gym_id: str, num_envs: int, *, steps: int, warmup: int = 10, context: str | None = None
+) -> ModeResult:
+    """What users run today: Gymnasium's own env (MuJoCo C on the CPU) in ``AsyncVectorEnv`` processes.
+
+    Random actions, Gymnasium's autoreset; ``num_envs`` worker processes. The reference point for the
+    GPU modes' env-steps/s, measured in the same run on the same machine.
+    """
+    env = gym.make_vec(gym_id, num_envs=num_envs, vectorization_mode="async", vector_kwargs={"context": context})
+    env.action_space.seed(0)
+    actions = [env.action_space.sample() for _ in range(64)]
+    env.reset(seed=0)
+    for i in range(warmup):
+        env.step(actions[i % len(actions)])
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(actions[i % len(actions)])
+    elapsed = time.perf_counter() - start
+    env.close()
+    return ModeResult(
+        mode=f"gymnasium async x{num_envs}",
+        env_id=gym_id,
+        num_envs=num_envs,
+        device="cpu",
+        steps=steps,
+        ms_per_step=elapsed / steps * 1e3,
+        env_steps_per_s=num_envs * steps / elapsed,
         host_syncs_per_step=None,
         peak_gpu_mem_mb=None,
     )
@@ -201,6 +263,11 @@ def measure_modes(
         bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
         if bare is not None:
             results.append(bare)
+            if "step graph" in modes:
+                bar.set_postfix_str("non-physics")
+                non_physics = measure_non_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
+                if non_physics is not None:
+                    results.append(non_physics)
         for mode in modes:
             bar.set_postfix_str(mode)
             results.append(measure_mode(make_inner, mode, steps=steps, warmup=warmup, env_id=env_id, progress=bar))
@@ -225,6 +292,15 @@ def table(results: Sequence[ModeResult]) -> str:
             f"| {r.env_id} | {r.num_envs} | {r.mode} | {r.ms_per_step:.3f} | {r.env_steps_per_s:,.0f} "
             f"| {ratio} | {over} | {syncs} |"
         )
+    for key, floor in physics.items():
+        parts = {r.mode: r.ms_per_step for r in results if (r.env_id, r.num_envs) == key}
+        if "non-physics" in parts and "step graph" in parts:
+            split = floor + parts["non-physics"]
+            step, rest = parts["step graph"], parts["non-physics"]
+            lines.append(
+                f"\n{key[0]} x{key[1]}: step graph {step:.3f} ms = "
+                f"{step / split:.3f} x (bare physics {floor:.3f} + non-physics {rest:.3f})"
+            )
     return "\n".join(lines)
 
 
@@ -242,7 +318,7 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
-    modes = [m for m in ("bare physics", *MODES) if any(r.mode == m for r in results)]
+    modes = list(dict.fromkeys(r.mode for r in results))  # in the order they were measured
     fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(groups) + 3), 4))
     width = 0.8 / max(len(modes), 1)
     for k, mode in enumerate(modes):

@@ -33,6 +33,14 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: all that apply)")
         p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+        p.add_argument(
+            "--async-baseline",
+            metavar="GYM_ID",
+            help="also time Gymnasium's own env (e.g. Ant-v5) in AsyncVectorEnv processes on the CPU",
+        )
+        p.add_argument(
+            "--async-envs", default="16", help="comma-separated process counts for --async-baseline (default: 16)"
+        )
     return parser
 
 
@@ -67,8 +75,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             env_id=args.env_id,
             show_progress=not args.no_progress,
         )
+    if args.async_baseline:
+        from gym_graphreset.bench import measure_gymnasium_async
+
+        for n in (int(k) for k in args.async_envs.split(",")):
+            print(f"timing {args.async_baseline} in AsyncVectorEnv with {n} processes ...")
+            results.append(
+                measure_gymnasium_async(args.async_baseline, n, steps=min(args.steps, 500), context="forkserver")
+            )
     print()
     print(table(results))
+    if args.async_baseline:
+        best_cpu = max(r.env_steps_per_s for r in results if r.mode.startswith("gymnasium async"))
+        best = max((r for r in results if r.mode in MODES), key=lambda r: r.env_steps_per_s)
+        print(
+            f"\nbest here: {best.mode} x{best.num_envs} {best.env_steps_per_s:,.0f} env-steps/s = "
+            f"{best.env_steps_per_s / best_cpu:.1f} x Gymnasium AsyncVectorEnv ({best_cpu:,.0f})"
+        )
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
     plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")

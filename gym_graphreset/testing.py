@@ -6,6 +6,8 @@
 - :func:`count_host_syncs`: torch's sync debug mode, for a traceback of the culprit (torch ops only).
 - :func:`assert_masked_matches_selected` / :func:`assert_capture_matches_eager`: run the same actions
   through two configurations and compare every returned value.
+- :func:`assert_statistically_equivalent`: where physics is not bitwise deterministic (GPU contact
+  solvers), compare the distributions of finished episodes' returns and lengths instead.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
     "SyncCanaryResult",
+    "EpisodeComparison",
     "assert_capture_matches_eager",
     "assert_masked_matches_selected",
+    "assert_statistically_equivalent",
     "assert_sync_free",
     "count_host_syncs",
+    "finished_episodes",
+    "ks_statistic",
     "rollout",
 ]
 
@@ -203,3 +209,102 @@ def assert_capture_matches_eager(
     if captured_env.graph is None or not captured_env.graph.captured:
         raise AssertionError("the captured configuration never captured a graph (too few steps for the warm-up?)")
     _compare(reference, candidate, f"captured ({cuda_graph_scope}) vs eager", atol)
+
+
+def finished_episodes(
+    env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Returns and lengths (float64, on the host) of every episode that ended while stepping ``actions``.
+
+    The env needs an :class:`~gym_graphreset.terms.EpisodeStatistics` term (``info["episode"]``). One
+    host read per step: this is a measurement helper, not a training loop.
+    """
+    from gym_graphreset.terms import EpisodeStatistics
+
+    if not any(isinstance(t, EpisodeStatistics) for t in env.reset_terms.values()):
+        raise ValueError("the env has no EpisodeStatistics term: add reset_terms={'episode': EpisodeStatistics()}")
+    env.reset(seed=seed)
+    returns, lengths = [], []
+    for a in actions:
+        *_, info = env.step(a)
+        if "episode" not in info:  # the selected-row path adds it on steps where some row finished
+            continue
+        done = info["_episode"]
+        returns.append(info["episode"]["r"][done].double().cpu())
+        lengths.append(info["episode"]["l"][done].double().cpu())
+    empty = torch.zeros(0, dtype=torch.float64)
+    return torch.cat([empty, *returns]), torch.cat([empty, *lengths])
+
+
+def ks_statistic(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    a, b = a.double().sort().values, b.double().sort().values
+    grid = torch.cat([a, b])
+    cdf_a = torch.searchsorted(a, grid, right=True).double() / len(a)
+    cdf_b = torch.searchsorted(b, grid, right=True).double() / len(b)
+    return float((cdf_a - cdf_b).abs().max())
+
+
+class EpisodeComparison(dict):
+    """Per statistic (``return``, ``length``): sample sizes, means, Welch z and KS statistic vs its bound."""
+
+
+def assert_statistically_equivalent(
+    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    actions: Sequence[torch.Tensor],
+    *,
+    flags: dict[str, Any] | None = None,
+    seed: int = 0,
+    alpha: float = 1e-3,
+    min_episodes: int = 100,
+) -> EpisodeComparison:
+    """Assert that a configuration's finished episodes are distributed like the selected-row path's.
+
+    For GPU physics, which is not bitwise deterministic, so trajectories drift apart within an episode.
+    Both runs step the same (state-independent) actions from the same seed; their episode returns and
+    lengths are compared by a two-sample Kolmogorov-Smirnov test at level ``alpha`` and a Welch z-test of
+    the means at the same level (Bonferroni over the four tests). Returns the statistics for reporting.
+
+    Args:
+        env_factory: Builds a wrapped env (with an EpisodeStatistics term) from wrapper flags.
+        actions: The actions to step (enough for ``min_episodes`` episodes in each run).
+        flags: The candidate configuration (default: masked autoreset, deferred validation).
+        seed: Reset seed of both runs.
+        alpha: Family-wise false-alarm rate of the four tests.
+        min_episodes: Fewer finished episodes in either run is an error, not a pass.
+    """
+    import math
+
+    reference = finished_episodes(env_factory({}), actions, seed)
+    candidate = finished_episodes(env_factory(flags or MASKED_FLAGS), actions, seed)
+    level = alpha / 4
+    c_alpha = math.sqrt(-0.5 * math.log(level / 2))  # KS critical coefficient
+    z_crit = _normal_quantile(1 - level / 2)
+    report = EpisodeComparison()
+    failures = []
+    for name, x, y in (("return", reference[0], candidate[0]), ("length", reference[1], candidate[1])):
+        n, m = len(x), len(y)
+        if min(n, m) < min_episodes:
+            raise AssertionError(f"only {n} and {m} episodes finished; need {min_episodes}: step more actions")
+        se = math.sqrt(float(x.var()) / n + float(y.var()) / m) or 1e-12
+        z = (float(y.mean()) - float(x.mean())) / se
+        ks, bound = ks_statistic(x, y), c_alpha * math.sqrt((n + m) / (n * m))
+        report[name] = {
+            "n_selected": n,
+            "n_candidate": m,
+            "mean_selected": float(x.mean()),
+            "mean_candidate": float(y.mean()),
+            "welch_z": z,
+            "z_bound": z_crit,
+            "ks": ks,
+            "ks_bound": bound,
+        }
+        if abs(z) > z_crit or ks > bound:
+            failures.append(f"{name}: means {float(x.mean()):.4g} vs {float(y.mean()):.4g} (z={z:.2f}), KS {ks:.3f}")
+    if failures:
+        raise AssertionError("episode statistics differ from the selected-row path: " + "; ".join(failures))
+    return report
+
+
+def _normal_quantile(p: float) -> float:
+    return float(torch.special.ndtri(torch.tensor(p, dtype=torch.float64)))

@@ -27,7 +27,7 @@ from gym_graphreset.selection import (
     resolve_reset_mask,
     supports_reset_selection,
 )
-from gym_graphreset.validation import DeferredValidationError, ValidationLatch
+from gym_graphreset.validation import DeferredValidationError, ValidationLatch, all_finite, finite_rows
 
 __all__ = ["FixedShapeAutoresetVectorEnv"]
 
@@ -431,28 +431,29 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         return (self.selection.mask.data_ptr(), actions, carriers, inner, tuple(self._terms))
 
     def _step_body(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        if self.defer_finite_validation and actions.dtype.is_floating_point:
-            finite = torch.isfinite(actions)
-            self.require(finite, "finite_actions", "actions contained NaN or inf (those entries were zeroed)")
-            actions = torch.where(finite, actions, 0.0)
-        obs, reward, terminated, truncated, info = self.env.step(actions)
-        self._builtin_checks(obs, reward)
-        for term in self._terms.values():
-            if callable(getattr(term, "on_step", None)):
-                term.on_step(reward, terminated, truncated)
-        done = terminated | truncated
-        if self.masked_autoreset:
-            out = self._masked_step(obs, reward, terminated, truncated, done, info)
-        else:
-            out = self._selected_step(obs, reward, terminated, truncated, done, info)
-        self.latch.advance()  # verdicts above are stamped with this step's index
+        with self.latch.batch():  # every verdict of the step latched in one write, stamped with its index
+            if self.defer_finite_validation and actions.dtype.is_floating_point:
+                finite = (actions * 0) == 0  # isfinite in two kernels
+                self.require(finite, "finite_actions", "actions contained NaN or inf (those entries were zeroed)")
+                actions = torch.where(finite, actions, 0.0)
+            obs, reward, terminated, truncated, info = self.env.step(actions)
+            self._builtin_checks(obs, reward)
+            for term in self._terms.values():
+                if callable(getattr(term, "on_step", None)):
+                    term.on_step(reward, terminated, truncated)
+            done = terminated | truncated
+            if self.masked_autoreset:
+                out = self._masked_step(obs, reward, terminated, truncated, done, info)
+            else:
+                out = self._selected_step(obs, reward, terminated, truncated, done, info)
+        self.latch.advance()
         return out
 
     def _builtin_checks(self, obs: Any, reward: torch.Tensor) -> None:
         for _, leaf in tree_leaves(obs):
             if leaf.dtype.is_floating_point:
-                self.require(torch.isfinite(leaf), "finite_obs", "the inner env returned NaN or inf observations")
-        self.require(torch.isfinite(reward), "finite_reward", "the inner env returned NaN or inf rewards")
+                self.require(all_finite(leaf), "finite_obs", "the inner env returned NaN or inf observations")
+        self.require(all_finite(reward), "finite_reward", "the inner env returned NaN or inf rewards")
         for env in self._chain():
             checks = getattr(env, "deferred_checks", None)
             if callable(checks):
@@ -528,15 +529,16 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     def _masked_reset(self, step_obs: Any, done: torch.Tensor) -> Any:
         """The masked reset body: inner env, then terms, over the full width (no host read)."""
-        self.selection.mask.copy_(done)
-        reset_obs, _ = self.env.reset(options={"reset_mask": self.selection})
-        for term in self._terms.values():
-            term.reset(self.selection)
-        for _, leaf in tree_leaves(reset_obs):
-            if leaf.dtype.is_floating_point:
-                ok = torch.isfinite(leaf).reshape(self.num_envs, -1).all(dim=1) | ~done
-                self.require(ok, "finite_reset_obs", "the masked reset produced NaN or inf observations")
-        return tree_where(done, reset_obs, step_obs)
+        with self.latch.batch():  # latched inside this body (its own graph in the reset scope)
+            self.selection.mask.copy_(done)
+            reset_obs, _ = self.env.reset(options={"reset_mask": self.selection})
+            for term in self._terms.values():
+                term.reset(self.selection)
+            for _, leaf in tree_leaves(reset_obs):
+                if leaf.dtype.is_floating_point:
+                    ok = finite_rows(leaf) | ~done
+                    self.require(ok, "finite_reset_obs", "the masked reset produced NaN or inf observations")
+            return tree_where(done, reset_obs, step_obs)
 
     def close(self, **kwargs: Any) -> None:
         """Poll pending checks (raising a failure), then close the inner env."""

@@ -45,3 +45,15 @@ def test_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0 and "demo" in capsys.readouterr().out
+
+
+def test_async_baseline_is_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--async-baseline times Gymnasium's own env in AsyncVectorEnv processes and prints the ratio."""
+    args = ["bench", "--device", "cpu", "--num-envs", "32", "--steps", "10", "--warmup", "1", "--modes", "masked"]
+    status = main(
+        [*args, "--out", str(tmp_path), "--no-progress", "--async-baseline", "CartPole-v1", "--async-envs", "2"]
+    )
+    out = capsys.readouterr().out
+    assert status == 0 and "| gymnasium async x2 |" in out and "x Gymnasium AsyncVectorEnv" in out
+    modes = [r["mode"] for r in json.loads((tmp_path / "bench-CartPole-v1-cpu.json").read_text())["results"]]
+    assert modes == ["masked", "gymnasium async x2"]

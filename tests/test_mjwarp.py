@@ -10,8 +10,13 @@ import pytest
 import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.envs.mujoco_tasks import AntEnv, InvertedPendulumEnv
-from gym_graphreset.testing import assert_capture_matches_eager, assert_sync_free, count_host_syncs
+from gym_graphreset.envs.mujoco_tasks import AntEnv, HopperEnv, InvertedPendulumEnv
+from gym_graphreset.testing import (
+    assert_capture_matches_eager,
+    assert_statistically_equivalent,
+    assert_sync_free,
+    count_host_syncs,
+)
 
 from .conftest import GRAPH_MODES, MODES, needs_cuda
 
@@ -96,3 +101,52 @@ def test_whole_step_graph_keeps_sentinels_and_outputs(ant: AntEnv) -> None:
     assert all(bool((s == i).all()) for i, s in enumerate(sentinels))
     qpos, _ = ant.state()
     assert torch.equal(obs[:, :13], qpos[:, 2:])  # the published obs is the state the graph left
+
+
+@pytest.mark.parametrize("mode", ["masked", "step_graph"])
+def test_selected_and_masked_episode_statistics_agree_on_gpu(mode: str) -> None:
+    """GPU contact physics is not bitwise deterministic: compare Hopper's episode distributions instead."""
+
+    def factory(flags):
+        return FixedShapeAutoresetVectorEnv(
+            HopperEnv(2048, device="cuda"), reset_terms={"ep": EpisodeStatistics()}, **flags
+        )
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    actions = [torch.rand(2048, 3, device="cuda", generator=gen) * 2 - 1 for _ in range(200)]
+    report = assert_statistically_equivalent(factory, actions, flags=ALL_MODES[mode])
+    print(f"\n{mode}: {report}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", list(ALL_MODES))
+def test_gpu_memory_flat_over_10k_steps(mode: str) -> None:
+    """No mode allocates per step: memory after 10,000 steps equals memory after the first 100."""
+    from gym_graphreset.workloads import ResetHeavyHalfCheetahEnv
+
+    env = FixedShapeAutoresetVectorEnv(
+        ResetHeavyHalfCheetahEnv(512, device="cuda"),
+        reset_terms={"ep": EpisodeStatistics()},
+        **{**ALL_MODES[mode], "validation_poll_interval": 64},
+    )
+    env.reset(seed=0)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    pool = [torch.rand(512, 6, device="cuda", generator=gen) * 2 - 1 for _ in range(16)]
+    for i in range(100):  # warm-up, capture included
+        env.step(pool[i % 16])
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(100):  # steady state: the peak of a step's temporaries
+        env.step(pool[i % 16])
+    torch.cuda.synchronize()
+    after_warmup, steady_peak = torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated()
+    for i in range(10_000):
+        env.step(pool[i % 16])
+    torch.cuda.synchronize()
+    now, peak = torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated()
+    print(
+        f"\n{mode}: {after_warmup / 2**20:.2f} MiB after 200 steps, {now / 2**20:.2f} MiB after 10,200; "
+        f"peak {steady_peak / 2**20:.2f} MiB over steps 100-200, {peak / 2**20:.2f} MiB over all"
+    )
+    assert now == after_warmup
+    assert peak <= steady_peak + 2**20  # selected-row temporaries scale with the done rows of a step

@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gym_graphreset import FixedShapeAutoresetVectorEnv
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs import CartPoleVectorEnv
-from gym_graphreset.testing import assert_masked_matches_selected, count_host_syncs, rollout
+from gym_graphreset.testing import (
+    assert_masked_matches_selected,
+    assert_statistically_equivalent,
+    count_host_syncs,
+    ks_statistic,
+    rollout,
+)
 
 ACTIONS = [torch.full((8,), t % 2) for t in range(120)]
 
@@ -36,3 +42,41 @@ def test_rollout_records_host_copies() -> None:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU behaviour")
 def test_count_host_syncs_is_zero_without_cuda() -> None:
     assert count_host_syncs(lambda: None) == (0, [])
+
+
+RANDOM = [torch.randint(0, 2, (64,), generator=torch.Generator().manual_seed(t)) for t in range(300)]
+
+
+def _cartpole(max_steps_candidate: int = 500):
+    def factory(flags):
+        steps = max_steps_candidate if flags else 500
+        inner = CartPoleVectorEnv(64, max_episode_steps=steps)
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
+
+    return factory
+
+
+def test_statistical_check_passes_equivalent_paths() -> None:
+    """Masked vs selected on the CPU are identical, so every statistic agrees (KS 0, z 0)."""
+    report = assert_statistically_equivalent(_cartpole(), RANDOM)
+    assert report["length"]["n_selected"] == report["length"]["n_candidate"] > 500
+    assert report["return"]["ks"] == 0.0 and report["return"]["welch_z"] == 0.0
+
+
+def test_statistical_check_fails_a_different_env() -> None:
+    """A candidate whose episodes are truncated at 12 steps has other length statistics: caught."""
+    with pytest.raises(AssertionError, match="episode statistics differ"):
+        assert_statistically_equivalent(_cartpole(max_steps_candidate=12), RANDOM)
+
+
+def test_statistical_check_refuses_too_few_episodes() -> None:
+    with pytest.raises(AssertionError, match="episodes finished"):
+        assert_statistically_equivalent(_cartpole(), RANDOM[:5])
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], 0.0), ([1.0, 2.0], [3.0, 4.0], 1.0), ([1.0, 2.0, 3.0, 4.0], [2.5], 0.5)],
+)
+def test_ks_statistic(a: list[float], b: list[float], expected: float) -> None:
+    assert ks_statistic(torch.tensor(a), torch.tensor(b)) == pytest.approx(expected)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
-from gym_graphreset.validation import DeferredValidationError, ValidationLatch
+from gym_graphreset.validation import DeferredValidationError, ValidationLatch, all_finite, finite_rows
 
 
 @pytest.fixture
@@ -65,3 +67,45 @@ def test_require_many_latches_each_name(latch: ValidationLatch) -> None:
     assert {f.name: f.first_failed_step for f in err.value.failures} == {"x[B]": 0, "x[C]": 1}
     with pytest.raises(ValueError, match="shape"):
         latch.require_many(torch.tensor([True]), names, messages)
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["immediate", "batched"])
+def test_batched_requires_latch_like_immediate_ones(batched: bool) -> None:
+    """A batch latches at its end what the same requires latch one by one; repeated names are AND-ed."""
+    latch = ValidationLatch("cpu", capacity=8)
+    script = [
+        [("a", True), ("b", True)],
+        [("a", True), ("b", False), ("b", True)],  # b fails once within the step: AND, not last-wins
+        [("c", False), ("a", False)],
+    ]
+    for checks in script:
+        with latch.batch() if batched else contextlib.nullcontext():
+            for name, ok in checks:
+                latch.require(torch.tensor(ok), name, f"{name} broke")
+            latch.require_many(torch.tensor([True, ok]), ("m[0]", "m[1]"), ("m0", "m1"))
+        latch.advance()
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(3)
+    first = {f.name: f.first_failed_step for f in err.value.failures}
+    assert first == {"b": 1, "m[1]": 2, "c": 2, "a": 2}  # m[1] takes each step's last ok
+
+
+def test_nested_batches_latch_at_their_own_end() -> None:
+    """An inner batch (a separately captured reset body) latches when it closes, not with the outer one."""
+    latch = ValidationLatch("cpu", capacity=4)
+    with latch.batch():
+        with latch.batch():
+            latch.require(torch.tensor(False), "inner", "m")
+        assert latch.first_failed[0].item() == 0  # already latched
+        latch.require(torch.tensor(False), "outer", "m")
+        assert latch.first_failed[1].item() == -1  # pending until the outer batch closes
+    assert latch.first_failed[:2].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1e38, -3.4e38, float("nan"), float("inf"), -float("inf")])
+def test_finite_helpers_match_isfinite(value: float) -> None:
+    x = torch.zeros(3, 4)
+    x[1, 2] = value
+    assert torch.equal(finite_rows(x), torch.isfinite(x).all(dim=1))
+    assert bool(all_finite(x)) == bool(torch.isfinite(x).all())
+    assert torch.equal(finite_rows(x[1]), torch.isfinite(x[1]))

@@ -29,6 +29,7 @@ from gymnasium.vector.utils import batch_space
 from gym_graphreset.graph import warp_external_capture
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
+from gym_graphreset.validation import all_finite
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
@@ -68,6 +69,9 @@ class MJWarpVectorEnv(VectorEnv):
         max_episode_steps: Truncation horizon.
         global_env_offset: Global index of world 0, for several processes splitting one population.
         model_edits: Called with the ``mujoco.MjModel`` before it goes to the device.
+        kernel_reset: Reset worlds with one fused warp kernel (draws bit-identical to
+            :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
+            ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
         render_mode: Unsupported; must be ``None``.
     """
 
@@ -89,6 +93,7 @@ class MJWarpVectorEnv(VectorEnv):
         max_episode_steps: int = 1000,
         global_env_offset: int = 0,
         model_edits: Callable[[Any], None] | None = None,
+        kernel_reset: bool = True,
         render_mode: str | None = None,
     ) -> None:
         import mujoco
@@ -162,6 +167,23 @@ class MJWarpVectorEnv(VectorEnv):
         self._overflow_messages = tuple(
             f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
         )
+
+        self._kernel_reset: dict[str, Any] | None = None
+        self._kernel_needs_reset_data = False
+        if kernel_reset and type(self)._sample_initial_state is MJWarpVectorEnv._sample_initial_state:
+            from gym_graphreset.envs.mjwarp_reset import needs_reset_data
+
+            f = wp.from_torch
+            self._kernel_reset = {
+                "mask": self._reset_mask_wp,
+                "seed": f(self.seed.view(1)),
+                "env_ids": f(self.env_ids),
+                "episode": f(self.episode),
+                "elapsed": f(self.elapsed),
+                "init_qpos": f(self.init_qpos),
+                "init_qvel": f(self.init_qvel),
+            }
+            self._kernel_needs_reset_data = needs_reset_data(self.mjm)
 
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
@@ -274,8 +296,12 @@ class MJWarpVectorEnv(VectorEnv):
     # ------------------------------------------------------------------ physics
 
     needs_cfrc_ext: bool = False
+    physics_enabled: bool = True
+    """``False`` skips the substeps: benchmarks time everything else a step does (non-physics) alone."""
 
     def _physics_body(self) -> None:
+        if not self.physics_enabled:
+            return
         for _ in range(self.frame_skip):
             self._mjw.step(self.m, self.d)
         if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
@@ -283,13 +309,31 @@ class MJWarpVectorEnv(VectorEnv):
 
             smooth.rne_postconstraint(self.m, self.d)
 
-    def run_physics(self) -> None:
-        """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost."""
+    def run_physics(self, actions: torch.Tensor | None = None) -> None:
+        """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost.
+
+        ``actions`` (optional) are written to ctrl first, so that the physics is driven like a real step's
+        (the solver's iteration count, hence its cost, depends on the state the actions lead to).
+        """
         with self._on_stream():
+            if actions is not None:
+                self.ctrl.copy_(actions)
             self._run("_physics_graph", self._physics_body)
 
     def _reset_body(self) -> None:
-        self._mjw.reset_data(self.m, self.d, reset=self._reset_mask_wp)
+        """Device-side reset of the masked worlds: one kernel (keys, draws, cleared state), no host read.
+
+        ``mujoco_warp.reset_data`` runs first only for models with state the kernel does not cover
+        (:func:`~gym_graphreset.envs.mjwarp_reset.needs_reset_data`). Subclasses that override
+        :meth:`_sample_initial_state` get ``reset_data`` and their own draws instead
+        (:meth:`_masked_reset`).
+        """
+        if self._kernel_reset is None or self._kernel_needs_reset_data:
+            self._mjw.reset_data(self.m, self.d, reset=self._reset_mask_wp)
+        if self._kernel_reset is not None:
+            from gym_graphreset.envs.mjwarp_reset import launch_masked_reset
+
+            launch_masked_reset(self, self._kernel_reset)
 
     refresh: str = "com"
     """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""
@@ -321,16 +365,16 @@ class MJWarpVectorEnv(VectorEnv):
         """
         self._reset_mask.copy_(mask)
         self._run("_reset_graph", self._reset_graph_body)
-        self.keys.advance_(mask)
-        qpos, qvel = self._sample_initial_state()
-        m2 = mask.unsqueeze(1)
-        self.qpos.copy_(torch.where(m2, qpos, self.qpos))
-        self.qvel.copy_(torch.where(m2, qvel, self.qvel))
-        m3 = mask.view(-1, 1, 1)
-        self.cfrc_ext.copy_(torch.where(m3, 0.0, self.cfrc_ext))
-        self.qfrc_actuator.copy_(torch.where(m2, 0.0, self.qfrc_actuator))
-        self.qfrc_constraint.copy_(torch.where(m2, 0.0, self.qfrc_constraint))
-        self.elapsed.masked_fill_(mask, 0)
+        if self._kernel_reset is None:  # the reference path: torch draws and masked writes
+            self.keys.advance_(mask)
+            qpos, qvel = self._sample_initial_state()
+            m2 = mask.unsqueeze(1)
+            self.qpos.copy_(torch.where(m2, qpos, self.qpos))
+            self.qvel.copy_(torch.where(m2, qvel, self.qvel))
+            self.cfrc_ext.copy_(torch.where(mask.view(-1, 1, 1), 0.0, self.cfrc_ext))
+            self.qfrc_actuator.copy_(torch.where(m2, 0.0, self.qfrc_actuator))
+            self.qfrc_constraint.copy_(torch.where(m2, 0.0, self.qfrc_constraint))
+            self.elapsed.masked_fill_(mask, 0)
         self._run("_kinematics_graph", self._refresh_kinematics)
         if hasattr(self, "_progress_buf"):
             self._progress_buf.copy_(
@@ -381,7 +425,7 @@ class MJWarpVectorEnv(VectorEnv):
         self.overflow_seen.bitwise_or_(self.overflow)
         ok = ((self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0).all(dim=0)
         validator.require_many(ok, self._overflow_names, self._overflow_messages)
-        finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
+        finite = all_finite(self.qpos) & all_finite(self.qvel)
         validator.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv, healthy_range
+from gym_graphreset.validation import finite_rows
 
 __all__ = [
     "TASKS",
@@ -82,7 +83,7 @@ class InvertedPendulumEnv(_LocomotionEnv):
 
     def _reward_terminated(self, before, after, action):
         obs = self._observe()
-        terminated = ~torch.isfinite(obs).all(dim=1) | (obs[:, 1].abs() > 0.2)
+        terminated = ~finite_rows(obs) | (obs[:, 1].abs() > 0.2)
         return (~terminated).float(), terminated
 
 
@@ -308,7 +309,7 @@ class AntEnv(_LocomotionEnv):
         return torch.cat(parts, dim=1)
 
     def _reward_terminated(self, before, after, action):
-        state_finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
+        state_finite = finite_rows(self.qpos) & finite_rows(self.qvel)
         healthy = (
             state_finite & (self.qpos[:, 2] >= self.healthy_z_range[0]) & (self.qpos[:, 2] <= self.healthy_z_range[1])
         )

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The GPU runs behind docs/benchmarks.md, in phases that each fit one device call (<= 10 min).
+# On the GPU machine, after staging the kit (../shared/gpu/README.md):
+#   . /opt/ggkit/env.sh && OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes
+# Logs, JSON and PNGs go to $OUT (flat: at most 8 files come back per call).
+set -uo pipefail
+phase=${1:?usage: h200.sh tests|light|heavy|sizes}
+OUT=${OUT:?set OUT to an output folder}
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1
+bench() { python3 -m gym_graphreset bench --no-progress --out "$OUT" "$@"; }
+case $phase in
+  tests)  # every CUDA test but the 10k-step memory ones, then the light workload's modes at 4096
+    python3 -m pytest -m "cuda and not slow" tests -q -rs -s -p no:cacheprovider --durations=10 2>&1 | tee "$OUT/cuda-tests.log"
+    bench --env-id gym_graphreset/Ant-v5 --num-envs 4096 --steps 200 2>&1 | tee "$OUT/bench-ant.log" ;;
+  heavy)  # the reset-heavy workload, the memory check, what users run today
+    bench --env-id gym_graphreset/ResetHeavyHalfCheetah-v0 --num-envs 512,4096 --steps 300 \
+      --async-baseline Ant-v5 --async-envs 16,64 2>&1 | tee "$OUT/bench-heavy.log"
+    python3 -m pytest -m "cuda and slow" tests -q -s -p no:cacheprovider 2>&1 | tee "$OUT/cuda-slow-tests.log" ;;
+  light)  # the light workload at a latency-bound size
+    bench --env-id gym_graphreset/Ant-v5 --num-envs 512 --steps 200 2>&1 | tee "$OUT/bench-ant-512.log" ;;
+  sizes)  # env-steps/s over batch sizes: bare physics, non-physics, selected, whole-step graph
+    for task in Ant HalfCheetah Humanoid; do
+      bench --env-id "gym_graphreset/$task-v5" --num-envs 1024,4096,16384,65536 --steps 50 \
+        --modes "selected,step graph" 2>&1 | tee -a "$OUT/bench-sizes.log"
+    done ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+esac
