@@ -122,10 +122,10 @@ def test_selected_and_masked_episode_statistics_agree_on_gpu(mode: str) -> None:
 @pytest.mark.parametrize("mode", list(ALL_MODES))
 def test_gpu_memory_flat_over_10k_steps(mode: str) -> None:
     """No mode allocates per step: memory after 10,000 steps equals memory after the first 100."""
-    from gym_graphreset.workloads import ResetHeavyHalfCheetahEnv
+    from gym_graphreset.envs.mujoco_tasks import HalfCheetahEnv
 
     env = FixedShapeAutoresetVectorEnv(
-        ResetHeavyHalfCheetahEnv(512, device="cuda"),
+        HalfCheetahEnv(512, device="cuda", max_episode_steps=100),
         reset_terms={"ep": EpisodeStatistics()},
         **{**ALL_MODES[mode], "validation_poll_interval": 64},
     )
@@ -140,6 +140,7 @@ def test_gpu_memory_flat_over_10k_steps(mode: str) -> None:
         env.step(pool[i % 16])
     torch.cuda.synchronize()
     after_warmup, steady_peak = torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated()
+    device_free = torch.cuda.mem_get_info()[0]  # the whole device: warp's allocations too
     for i in range(10_000):
         env.step(pool[i % 16])
     torch.cuda.synchronize()
@@ -148,5 +149,7 @@ def test_gpu_memory_flat_over_10k_steps(mode: str) -> None:
         f"\n{mode}: {after_warmup / 2**20:.2f} MiB after 200 steps, {now / 2**20:.2f} MiB after 10,200; "
         f"peak {steady_peak / 2**20:.2f} MiB over steps 100-200, {peak / 2**20:.2f} MiB over all"
     )
+    print(f"device memory used by the 10,000 steps: {(device_free - torch.cuda.mem_get_info()[0]) / 2**20:.2f} MiB")
     assert now == after_warmup
+    assert torch.cuda.mem_get_info()[0] == device_free
     assert peak <= steady_peak + 2**20  # selected-row temporaries scale with the done rows of a step

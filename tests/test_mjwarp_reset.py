@@ -83,6 +83,6 @@ def test_physics_switch_leaves_state_and_non_physics_bench_needs_cuda() -> None:
     env.reset(seed=0)
     before = env.qpos.clone()
     env.physics_enabled = False
-    obs, reward, *_ = env.step(torch.full((4, 3), 0.5))
+    _, reward, *_ = env.step(torch.full((4, 3), 0.5))
     assert torch.equal(env.qpos, before) and torch.isfinite(reward).all() and int(env.elapsed[0]) == 1
     assert measure_non_physics(lambda: HopperEnv(4, device="cpu"), steps=1) is None  # CUDA only

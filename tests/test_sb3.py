@@ -8,6 +8,8 @@ import re
 import numpy as np
 import pytest
 import torch
+
+pytest.importorskip("stable_baselines3", reason="stable-baselines3 is the optional `sb3` extra")
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
