@@ -95,7 +95,9 @@ def assert_sync_free(
             f"a step waited for the GPU: {steps} steps took {host * 1e3:.1f} ms of host time "
             f"(per step: {result['per_step_ms']} ms) behind a "
             f"{sleep_seconds * 1e3:.0f} ms GPU sleep (GPU still busy afterwards: {busy}); use "
-            "count_host_syncs() for a traceback of torch-side syncs"
+            "count_host_syncs() for a traceback of torch-side syncs. A step that launches more kernels than "
+            "CUDA's launch queue holds (~1,000 on an H200) also blocks here (back-pressure, not a sync): "
+            "capture it, or check its parts separately"
         )
     return result
 
