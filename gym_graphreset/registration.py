@@ -32,6 +32,7 @@ MUJOCO_TASKS = (
     "Hopper-v5",
     "Walker2d-v5",
     "Swimmer-v5",
+    "Reacher-v5",
     "Ant-v5",
     "Humanoid-v5",
 )
@@ -49,7 +50,8 @@ def register_envs() -> None:
         gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
-            gym.register(id=f"gym_graphreset/{task}", vector_entry_point=_make_task(task), max_episode_steps=1000)
+            horizon = 50 if task == "Reacher-v5" else 1000  # Gymnasium's registered horizons
+            gym.register(id=f"gym_graphreset/{task}", vector_entry_point=_make_task(task), max_episode_steps=horizon)
     if "gym_graphreset/CartPole-v1" not in gym.registry:
         gym.register(
             id="gym_graphreset/CartPole-v1",

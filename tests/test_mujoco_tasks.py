@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import gym_graphreset  # noqa: F401  (registers the ids)
-from gym_graphreset.envs.mujoco_tasks import TASKS, AntEnv, HalfCheetahEnv, HopperEnv, HumanoidEnv
+from gym_graphreset.envs.mujoco_tasks import TASKS, AntEnv, HalfCheetahEnv, HopperEnv, HumanoidEnv, ReacherEnv
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -78,6 +78,37 @@ def test_reset_noise_distribution(cls, qvel_kind: str) -> None:
         assert abs(env.qvel.std().item() - scale) < 0.02 * scale and env.qvel.abs().max() > 3 * scale
     else:
         assert env.qvel.abs().max() <= scale and abs(env.qvel.std().item() - scale / math.sqrt(3)) < 0.02 * scale
+
+
+def test_reacher_reset_matches_gymnasium_distribution() -> None:
+    """Reacher's target: uniform in the disk of radius 0.2 like Gymnasium's rejection sampler (KS test on the
+    radius and angle against Gymnasium's own resets); arm noise uniform(+-0.1), target velocity zero."""
+    from gym_graphreset.testing import ks_statistic
+
+    n = 2000
+    env = ReacherEnv(n, device="cpu")
+    env.reset(seed=2)
+    ours = env.qpos[:, 2:].double()
+    ref = gym.make("Reacher-v5").unwrapped
+    theirs = []
+    for i in range(n):
+        ref.reset(seed=i)
+        theirs.append(ref.data.qpos[2:].copy())
+    theirs_t = torch.as_tensor(np.array(theirs))
+    bound = 1.95 * math.sqrt(2 / n)  # KS critical value at alpha = 0.001
+    for f in (lambda g: g.norm(dim=1), lambda g: torch.atan2(g[:, 1], g[:, 0])):
+        assert ks_statistic(f(ours), f(theirs_t)) < bound
+    assert ours.norm(dim=1).max() < 0.2
+    dq = env.qpos[:, :2] - env.init_qpos[:2]
+    assert dq.abs().max() <= 0.1 and dq.abs().max() > 0.099
+    assert env.qvel[:, 2:].abs().max() == 0 and 0.0049 < env.qvel[:, :2].abs().max() <= 0.005
+
+
+def test_reacher_truncates_at_gymnasiums_horizon() -> None:
+    env = gym.make_vec("gym_graphreset/Reacher-v5", num_envs=2, vectorization_mode="vector_entry_point", device="cpu")
+    env.reset(seed=0)
+    truncated = [bool(env.step(torch.zeros(2, 2))[3].all()) for _ in range(50)]
+    assert truncated == [False] * 49 + [True] and env.max_episode_steps == gym.spec("Reacher-v5").max_episode_steps
 
 
 def test_partial_reset_keeps_other_worlds_bitwise(envs) -> None:

@@ -10,6 +10,7 @@ for the PGS solver, which MuJoCo Warp rejects: it runs with Newton (see :class:`
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import torch
 
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv, healthy_range
+from gym_graphreset.rng import bits_to_uniform, counter_bits
 from gym_graphreset.validation import finite_rows
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "HumanoidEnv",
     "InvertedDoublePendulumEnv",
     "InvertedPendulumEnv",
+    "ReacherEnv",
     "SwimmerEnv",
     "Walker2dEnv",
     "gymnasium_asset",
@@ -224,6 +227,71 @@ class Walker2dEnv(_PlanarHealthyEnv):
     healthy_angle_range = (-1.0, 1.0)
 
 
+class ReacherEnv(_LocomotionEnv):
+    """Reacher-v5: a two-link arm reaching a random target; never terminates, truncates at 50 steps.
+
+    The target is drawn uniformly in the disk of radius 0.2, as Gymnasium's rejection sampling from the
+    square does, but with polar counter-based draws (``r = 0.2 sqrt(u)``): one pass, no host loop.
+    Overriding :meth:`_sample_initial_state` selects the reference reset path (``reset_data`` + torch
+    draws), not the fused kernel.
+    """
+
+    xml_file = "reacher.xml"
+    default_frame_skip = 2
+    refresh = "kinematics"  # observation and reward read the fingertip's and target's xpos
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        reward_dist_weight: float = 1.0,
+        reward_control_weight: float = 1.0,
+        max_episode_steps: int = 50,
+        **kwargs: Any,
+    ) -> None:
+        self.reward_dist_weight = reward_dist_weight
+        self.reward_control_weight = reward_control_weight
+        super().__init__(
+            num_envs,
+            max_episode_steps=max_episode_steps,
+            nconmax=kwargs.pop("nconmax", 4),
+            njmax=kwargs.pop("njmax", 16),
+            **kwargs,
+        )
+
+    def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        nq, nv = self.mjm.nq, self.mjm.nv
+        bits = counter_bits(self.seed, self.env_ids, self.episode, nq + nv, stream=1)  # target words: r, angle
+        qpos = self.init_qpos + bits_to_uniform(bits[:, :nq], -0.1, 0.1)
+        radius = 0.2 * torch.sqrt(bits_to_uniform(bits[:, nq - 2]))
+        angle = 2.0 * math.pi * bits_to_uniform(bits[:, nq - 1])
+        qpos = torch.cat(
+            (qpos[:, :-2], (radius * torch.cos(angle)).unsqueeze(1), (radius * torch.sin(angle)).unsqueeze(1)), 1
+        )
+        qvel = self.init_qvel + bits_to_uniform(bits[:, nq : nq + nv], -0.005, 0.005)
+        return qpos, torch.cat((qvel[:, :-2], torch.zeros_like(qvel[:, -2:])), dim=1)
+
+    @functools.cached_property
+    def _bodies(self) -> tuple[int, int]:
+        import mujoco
+
+        return tuple(mujoco.mj_name2id(self.mjm, mujoco.mjtObj.mjOBJ_BODY, n) for n in ("fingertip", "target"))
+
+    def _fingertip_to_target(self) -> torch.Tensor:
+        fingertip, target = self._bodies
+        return self.xpos[:, fingertip] - self.xpos[:, target]
+
+    def _observe(self) -> torch.Tensor:
+        theta = self.qpos[:, :2]
+        vec = self._fingertip_to_target()
+        return torch.cat((theta.cos(), theta.sin(), self.qpos[:, 2:], self.qvel[:, :2], vec[:, :2]), dim=1)
+
+    def _reward_terminated(self, before, after, action):
+        dist = self._fingertip_to_target().norm(dim=1)
+        reward = -self.reward_dist_weight * dist - self.reward_control_weight * _sq_sum(action)
+        return reward, torch.zeros_like(dist, dtype=torch.bool)
+
+
 class SwimmerEnv(_LocomotionEnv):
     """Swimmer-v5: forward velocity minus a small control cost; never terminates."""
 
@@ -416,6 +484,7 @@ TASKS: dict[str, type[_LocomotionEnv]] = {
     "Hopper-v5": HopperEnv,
     "Walker2d-v5": Walker2dEnv,
     "Swimmer-v5": SwimmerEnv,
+    "Reacher-v5": ReacherEnv,
     "Ant-v5": AntEnv,
     "Humanoid-v5": HumanoidEnv,
 }
