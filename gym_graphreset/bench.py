@@ -311,7 +311,11 @@ def save_json(results: Sequence[ModeResult], path: Path) -> None:
 
 
 def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
-    """Bar chart of ms/step per mode (one group per env/batch)."""
+    """Two bar charts, one group per env/batch: ms/step, and env-steps/s on a log scale.
+
+    ms/step compares modes within a batch; env-steps/s compares across batches and against baselines
+    such as Gymnasium's AsyncVectorEnv, whose batches are a few dozen envs.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -319,19 +323,27 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
 
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
     modes = list(dict.fromkeys(r.mode for r in results))  # in the order they were measured
-    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(groups) + 3), 4))
+    fig, axes = plt.subplots(1, 2, figsize=(max(10, 3.2 * len(groups) + 4), 4.2))
     width = 0.8 / max(len(modes), 1)
-    for k, mode in enumerate(modes):
-        ys = [
-            next((r.ms_per_step for r in results if (r.env_id, r.num_envs) == g and r.mode == mode), 0.0)
-            for g in groups
-        ]
-        ax.bar([i + k * width for i in range(len(groups))], ys, width, label=mode)
-    ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(groups))])
-    ax.set_xticklabels([f"{g[0].split('/')[-1]}\n{g[1]} envs" for g in groups])
-    ax.set_ylabel("ms per env step (lower is better)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+    for ax, metric, label in (
+        (axes[0], "ms_per_step", "ms per env step (lower is better)"),
+        (axes[1], "env_steps_per_s", "env-steps/s (higher is better, log)"),
+    ):
+        for k, mode in enumerate(modes):
+            xs, ys = [], []
+            for i, g in enumerate(groups):
+                hit = next((r for r in results if (r.env_id, r.num_envs) == g and r.mode == mode), None)
+                if hit is not None:
+                    xs.append(i + k * width)
+                    ys.append(getattr(hit, metric))
+            ax.bar(xs, ys, width, label=mode)
+        ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(groups))])
+        ax.set_xticklabels([f"{g[0].split('/')[-1]}\n{g[1]} envs" for g in groups], fontsize=8)
+        ax.set_ylabel(label)
+        if metric == "env_steps_per_s":
+            ax.set_yscale("log")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
