@@ -200,18 +200,12 @@ def measure_non_physics(
     cost of sequencing the two (nothing but device work is left when the ratio is ~1). CUDA MuJoCo Warp
     envs only (``None`` otherwise).
     """
-
-    def make_without_physics() -> gym.vector.VectorEnv:
-        inner = make_inner()
-        inner.physics_enabled = False  # type: ignore[attr-defined]
-        return inner
-
-    probe = make_inner()
-    eligible = hasattr(probe, "physics_enabled") and torch.device(getattr(probe, "device", "cpu")).type == "cuda"
-    probe.close()
-    if not eligible:
+    inner = make_inner()
+    if not hasattr(inner, "physics_enabled") or torch.device(getattr(inner, "device", "cpu")).type != "cuda":
+        inner.close()
         return None
-    result = measure_mode(make_without_physics, "step graph", steps=steps, warmup=warmup, env_id=env_id)
+    inner.physics_enabled = False
+    result = measure_mode(lambda: inner, "step graph", steps=steps, warmup=warmup, env_id=env_id)
     result.mode = "non-physics"
     return result
 
@@ -295,11 +289,10 @@ def table(results: Sequence[ModeResult]) -> str:
     for key, floor in physics.items():
         parts = {r.mode: r.ms_per_step for r in results if (r.env_id, r.num_envs) == key}
         if "non-physics" in parts and "step graph" in parts:
-            split = floor + parts["non-physics"]
             step, rest = parts["step graph"], parts["non-physics"]
             lines.append(
                 f"\n{key[0]} x{key[1]}: step graph {step:.3f} ms = "
-                f"{step / split:.3f} x (bare physics {floor:.3f} + non-physics {rest:.3f})"
+                f"{step / (floor + rest):.3f} x (bare physics {floor:.3f} + non-physics {rest:.3f})"
             )
     return "\n".join(lines)
 

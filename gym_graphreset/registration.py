@@ -50,7 +50,7 @@ def register_envs() -> None:
         gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
-            horizon = 50 if task == "Reacher-v5" else 1000  # Gymnasium's registered horizons
+            horizon = gym.spec(task).max_episode_steps  # Gymnasium's own registration (Reacher: 50)
             gym.register(id=f"gym_graphreset/{task}", vector_entry_point=_make_task(task), max_episode_steps=horizon)
     if "gym_graphreset/CartPole-v1" not in gym.registry:
         gym.register(

@@ -25,7 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.mujoco_tasks import HalfCheetahEnv
 from gym_graphreset.host_transitions import host_transition
-from gym_graphreset.rng import bits_to_uniform, counter_bits
+from gym_graphreset.rng import counter_uniform
 from gym_graphreset.selection import ResetSelection, assign_rows_, fill_rows_, resolve_reset_mask
 
 __all__ = ["ResetHeavyHalfCheetahEnv"]
@@ -106,13 +106,15 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
 
     def _draw(self, stream: int, width: int, low: float, high: float) -> torch.Tensor:
         """Counter-based uniform draws for this episode of every row, ``(n, width)``."""
-        bits = counter_bits(self.seed, self.env_ids, self.episode, width, stream=100 + stream)
-        return bits_to_uniform(bits, low, high)
+        return counter_uniform(self.seed, self.env_ids, self.episode, width, stream=100 + stream, low=low, high=high)
+
+    def _step_key(self) -> torch.Tensor:
+        """A counter per (episode, step within the episode), for draws made every step."""
+        return self.episode * 65536 + self.elapsed
 
     def _step_draw(self, stream: int) -> torch.Tensor:
         """One uniform per row, keyed by (episode, step within the episode)."""
-        key = self.episode * 65536 + self.elapsed
-        return bits_to_uniform(counter_bits(self.seed, self.env_ids, key, 1, stream=200 + stream))[:, 0]
+        return counter_uniform(self.seed, self.env_ids, self._step_key(), 1, stream=200 + stream)[:, 0]
 
     # ------------------------------------------------------------------ reset terms
 
@@ -208,10 +210,8 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
         base = super()._observe()
         if not hasattr(self, "history"):
             return base  # during the parent's construction
-        noise = bits_to_uniform(
-            counter_bits(self.seed, self.env_ids, self.episode * 65536 + self.elapsed, base.shape[1], stream=300),
-            -1.0,
-            1.0,
+        noise = counter_uniform(
+            self.seed, self.env_ids, self._step_key(), base.shape[1], stream=300, low=-1.0, high=1.0
         )
         commands = torch.stack((self.target_vel, self.target_pitch), dim=1)
         policy = torch.cat((base + noise * self.noise_scale.unsqueeze(1), self.history.flatten(1), commands), dim=1)
