@@ -6,8 +6,24 @@ initialisation, no global config changes).
 
 from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
+from gym_graphreset.config import PRESETS, AutoresetConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
+from gym_graphreset.protocols import (
+    Bindable,
+    CaptureParticipant,
+    CheckProvider,
+    CheckSink,
+    EpisodePublisher,
+    GeneratorOwner,
+    InfoProvider,
+    ResetTerm,
+    Rows,
+    StepData,
+    StepObserver,
+    StreamOwner,
+    TorchVectorEnv,
+)
 from gym_graphreset.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
@@ -17,24 +33,39 @@ from gym_graphreset.selection import (
     resolve_reset_mask,
     supports_reset_selection,
 )
-from gym_graphreset.terms import EpisodeStatistics, ResetTerm
+from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.validation import DeferredValidationError
-from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PRESETS",
+    "AutoresetConfig",
     "AutoresetGraph",
+    "Bindable",
+    "CaptureParticipant",
     "CaptureReport",
+    "CheckProvider",
+    "CheckSink",
+    "ClosedEnvironmentError",
     "DeferredValidationError",
+    "EpisodePublisher",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
+    "GeneratorOwner",
     "HostTransitions",
+    "InfoProvider",
     "PublicationRing",
     "ResetSelection",
     "ResetSelectionUnsupportedError",
     "ResetTerm",
+    "Rows",
     "StaleGraphError",
+    "StepData",
+    "StepObserver",
+    "StreamOwner",
+    "TorchVectorEnv",
     "__version__",
     "assign_rows_",
     "fill_rows_",

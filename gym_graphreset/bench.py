@@ -19,11 +19,13 @@ import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
+from gym_graphreset.config import PRESETS, PresetName
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
     "MODES",
+    "MODE_PRESETS",
     "ModeResult",
     "env_versions",
     "measure_mode",
@@ -35,19 +37,14 @@ __all__ = [
     "table",
 ]
 
-_MASKED = {"masked_autoreset": True, "defer_finite_validation": True}
-MODES: dict[str, dict[str, Any]] = {  # "bare physics" is added for MuJoCo Warp envs
-    "selected": {},
-    "masked": dict(_MASKED),
-    "masked+persistent": {**_MASKED, "persistent_step_buffers": True},
-    "reset graph": {**_MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
-    "step graph": {
-        **_MASKED,
-        "persistent_step_buffers": True,
-        "autoreset_cuda_graph": True,
-        "cuda_graph_scope": "step",
-    },
+MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physics" is added for MuJoCo Warp envs
+    "selected": "selected",
+    "masked": "masked",
+    "masked+persistent": "masked_persistent",
+    "reset graph": "reset_graph",
+    "step graph": "step_graph",
 }
+MODES: dict[str, dict[str, Any]] = {label: PRESETS[name].flags() for label, name in MODE_PRESETS.items()}
 CUDA_ONLY = ("reset graph", "step graph")
 
 

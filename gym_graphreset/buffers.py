@@ -66,6 +66,10 @@ class TensorStore:
             return type(tree)(self._write(v, (*path, i)) for i, v in enumerate(tree))
         return tree
 
+    def buffers(self) -> list[torch.Tensor]:
+        """Every persistent buffer, in insertion order."""
+        return list(self._buffers.values())
+
     def pointers(self) -> dict[Path, int]:
         """``data_ptr()`` of every buffer, for graph pointer guards."""
         return {p: b.data_ptr() for p, b in self._buffers.items()}

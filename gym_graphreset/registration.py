@@ -39,7 +39,7 @@ MUJOCO_TASKS = (
 
 
 def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.workloads import ResetHeavyHalfCheetahEnv
+    from gym_graphreset.envs.reset_heavy import ResetHeavyHalfCheetahEnv
 
     return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
 

@@ -76,6 +76,10 @@ class ResetSelection:
         self.mask.copy_(mask)
         return self
 
+    def capture_buffers(self) -> tuple[torch.Tensor]:
+        """The mask, which a captured graph reads and writes."""
+        return (self.mask,)
+
     def __repr__(self) -> str:
         return f"ResetSelection(num_envs={self.num_envs}, device={self.mask.device})"
 

@@ -1,29 +1,20 @@
 """Reset terms: per-row state that must be reset with the env, run after the inner env's reset.
 
-A term is any object with ``reset(env_ids)``. In masked mode ``env_ids`` is a
-:class:`~gym_graphreset.selection.ResetSelection`; in the selected-row path it is a tensor of row ids;
-``None`` means every row. Optional hooks: ``bind(env)`` (called when the term is added),
-``on_step(reward, terminated, truncated)`` (every step, before the done-row reset) and
-``info(done_any)`` (extra keys for the step's info dict).
+The contract is :class:`~gym_graphreset.protocols.ResetTerm` (``reset(rows)``) plus the optional roles
+of :mod:`gym_graphreset.protocols` (``bind``, ``on_step(step)``, ``info()``, ``clear_published()``,
+``add_checks(latch)``...). :class:`EpisodeStatistics` is the library's own term and an example of one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import torch
 
+from gym_graphreset.protocols import ResetTerm, Rows, StepData
 from gym_graphreset.selection import fill_rows_, reset_selection_capable
 
 __all__ = ["EpisodeStatistics", "ResetTerm"]
-
-
-@runtime_checkable
-class ResetTerm(Protocol):
-    """What a reset term must implement."""
-
-    def reset(self, env_ids: Any) -> None:
-        """Reset the given rows (ids, a bool mask, a ResetSelection, or None for all)."""
 
 
 @reset_selection_capable
@@ -57,19 +48,19 @@ class EpisodeStatistics:
         if not self._allocated:
             self._allocate(env.num_envs, torch.device(env.device))
 
-    def on_step(self, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> None:
+    def on_step(self, step: StepData) -> None:
         """Accumulate this step; publish finished episodes (no host read)."""
-        self.running_return.add_(reward.to(torch.float32))
+        self.running_return.add_(step.reward.to(torch.float32))
         self.running_length.add_(1)
-        self.done.copy_(terminated | truncated)
+        self.done.copy_(step.done)
         self.episode_return.copy_(torch.where(self.done, self.running_return, 0.0))
         self.episode_length.copy_(torch.where(self.done, self.running_length, 0))
         self.totals.add_(torch.stack((self.episode_return.sum(), self.episode_length.sum(), self.done.sum())).double())
 
-    def reset(self, env_ids: Any) -> None:
+    def reset(self, rows: Rows) -> None:
         """Zero the running sums of the selected rows."""
-        fill_rows_(self.running_return, env_ids, 0.0)
-        fill_rows_(self.running_length, env_ids, 0)
+        fill_rows_(self.running_return, rows, 0.0)
+        fill_rows_(self.running_length, rows, 0)
 
     def clear_published(self) -> None:
         """Forget published episodes (a full reset starts fresh)."""

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from gym_graphreset.buffers import tree_leaves
+from gym_graphreset.config import PRESETS
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
     "rollout",
 ]
 
-MASKED_FLAGS: dict[str, Any] = {"masked_autoreset": True, "defer_finite_validation": True}
+MASKED_FLAGS: dict[str, Any] = PRESETS["masked"].flags()
 
 
 class SyncCanaryResult(dict):
@@ -203,8 +204,8 @@ def assert_capture_matches_eager(
     atol: float = 0.0,
 ) -> None:
     """Assert that the captured configuration returns what the same configuration returns eagerly."""
-    eager_flags = {**MASKED_FLAGS, "persistent_step_buffers": True}
-    captured_flags = {**eager_flags, "autoreset_cuda_graph": True, "cuda_graph_scope": cuda_graph_scope}
+    eager_flags = PRESETS["masked_persistent"].flags()
+    captured_flags = PRESETS["step_graph" if cuda_graph_scope == "step" else "reset_graph"].flags()
     reference = rollout(env_factory(eager_flags), actions, seed)
     captured_env = env_factory(captured_flags)
     candidate = rollout(captured_env, actions, seed)

@@ -152,6 +152,10 @@ class ValidationLatch:
         current = self.first_failed.index_select(0, index)
         self.first_failed.index_copy_(0, index, torch.where(~ok.to(self.device) & (current < 0), self.step, current))
 
+    def capture_buffers(self) -> list[torch.Tensor]:
+        """The slots, the step counter and the cached slot indices a captured graph holds."""
+        return [self.first_failed, self.step, *self._index_cache.values()]
+
     def advance(self, steps: int = 1) -> None:
         """Count a step on the device (captured code calls this too)."""
         self.step.add_(steps)

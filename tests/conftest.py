@@ -11,7 +11,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset import FixedShapeAutoresetVectorEnv, ResetSelection, resolve_reset_mask
+from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, resolve_reset_mask
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.rng import counter_normal
 
@@ -19,30 +19,15 @@ CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (run on the GPU machine)")
 
 MODES: dict[str, dict[str, Any]] = {
-    "selected": {},
-    "masked": {"masked_autoreset": True, "defer_finite_validation": True},
-    "masked_persistent": {"masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True},
-    "masked_persistent_depth1": {
-        "masked_autoreset": True,
-        "defer_finite_validation": True,
-        "persistent_step_buffers": True,
-        "published_buffer_depth": 1,
-    },
-    "masked_persistent_depth4": {
-        "masked_autoreset": True,
-        "defer_finite_validation": True,
-        "persistent_step_buffers": True,
-        "published_buffer_depth": 4,
-    },
+    name: PRESETS[name].flags()
+    for name in ("selected", "masked", "masked_persistent")  # type: ignore[index]
+} | {
+    "masked_persistent_depth1": PRESETS["masked_persistent"].flags() | {"published_buffer_depth": 1},
+    "masked_persistent_depth4": PRESETS["masked_persistent"].flags() | {"published_buffer_depth": 4},
 }
 GRAPH_MODES: dict[str, dict[str, Any]] = {
-    "reset_graph": {**MODES["masked_persistent"], "autoreset_cuda_graph": True, "autoreset_graph_warmup": 2},
-    "step_graph": {
-        **MODES["masked_persistent"],
-        "autoreset_cuda_graph": True,
-        "autoreset_graph_warmup": 2,
-        "cuda_graph_scope": "step",
-    },
+    name: PRESETS[name].flags() | {"autoreset_graph_warmup": 2}
+    for name in ("reset_graph", "step_graph")  # type: ignore[index]
 }
 
 

@@ -80,10 +80,6 @@ class CartPoleVectorEnv(VectorEnv):
         self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
 
-    def capture_fingerprint(self) -> tuple[int, ...]:
-        """Addresses of the state a captured graph holds."""
-        return tuple(t.data_ptr() for t in (self.state, self.elapsed, self.episode, self.seed))
-
     def _obs(self) -> torch.Tensor:
         return self.state.to(torch.float32, copy=True)
 

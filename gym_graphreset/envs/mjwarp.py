@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +26,28 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.graph import warp_external_capture
+from gym_graphreset.envs.warp_runtime import WarpRuntime
+from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.validation import all_finite
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
-# Overflow bits that invalidate physics (ITERATIONS / LS_ITERATIONS only warn about convergence).
-# Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
-OVERFLOW_CHECKS: dict[str, int] = {
-    "NEFC": 1 << 0,
-    "NJMAX_NNZ": 1 << 1,
-    "BROADPHASE": 1 << 2,
-    "NARROWPHASE": 1 << 3,
-    "CCD": 1 << 4,
-    "HFIELD": 1 << 5,
-    "CONTACT_MATCH": 1 << 6,
-    "NVMAX": 1 << 7,
-    "EPA_HORIZON": 1 << 8,
-}
+# Overflow bits that invalidate physics, from mujoco_warp's public OverflowType (ITERATIONS and
+# LS_ITERATIONS only warn about convergence). Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
+_WARN_ONLY = ("ITERATIONS", "LS_ITERATIONS")
+
+
+def _overflow_checks() -> dict[str, int]:
+    try:
+        import mujoco_warp as mjw
+    except ImportError:  # the optional extra is missing: the env cannot be built anyway
+        return {}
+    return {t.name: int(t.value) for t in mjw.OverflowType if t.name not in _WARN_ONLY}
+
+
+OVERFLOW_CHECKS: dict[str, int] = _overflow_checks()
 
 
 def default_device() -> torch.device:
@@ -129,21 +131,20 @@ class MJWarpVectorEnv(VectorEnv):
             model_edits(self.mjm)
         self.dt = float(self.mjm.opt.timestep) * frame_skip
 
-        self._mjw = mjw
-        self._wp = wp
-        wp.init()  # idempotent; at construction, never at import
-        self.wp_device = wp.device_from_torch(self.device)
-        self.cuda_stream: torch.cuda.Stream | None = None
-        self._wstream: Any = None
-        if self.device.type == "cuda":
-            self.cuda_stream = torch.cuda.Stream(self.device)
-            self._wstream = wp.stream_from_torch(self.cuda_stream)
-        with self._on_stream(wait=False):
+        for name, value in (("nconmax", nconmax), ("njmax", njmax)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(
+                    f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
+                    "without room for contacts/constraints would silently drop them"
+                )
+        self.runtime = WarpRuntime(self.device)
+        self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
+        with self.runtime.on_stream(wait=False):
             batch = {name: num_envs for name in self.batched_model_fields}
             self.m = mjw.put_model(self.mjm, batch_sizes=batch or None)
             self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
             self.d = mjw.make_data(self.mjm, nworld=num_envs, nconmax=nconmax, njmax=njmax)
-            self._reset_mask_wp = wp.zeros(num_envs, dtype=bool, device=self.wp_device)
+            self.reset_mask_wp = wp.zeros(num_envs, dtype=bool, device=self.wp_device)
         t = wp.to_torch
         d = self.d
         self.qpos, self.qvel, self.ctrl = t(d.qpos), t(d.qvel), t(d.ctrl)
@@ -151,7 +152,7 @@ class MJWarpVectorEnv(VectorEnv):
         self.cinert, self.cvel, self.cfrc_ext = t(d.cinert), t(d.cvel), t(d.cfrc_ext)
         self.qfrc_actuator, self.qfrc_constraint = t(d.qfrc_actuator), t(d.qfrc_constraint)
         self.overflow = t(d.overflow)
-        self._reset_mask = t(self._reset_mask_wp)
+        self._reset_mask = t(self.reset_mask_wp)
 
         dev = self.device
         self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
@@ -168,28 +169,16 @@ class MJWarpVectorEnv(VectorEnv):
             f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
         )
 
-        self._kernel_reset: dict[str, Any] | None = None
-        self._kernel_needs_reset_data = False
-        if kernel_reset and type(self)._sample_initial_state is MJWarpVectorEnv._sample_initial_state:
-            from gym_graphreset.envs.mjwarp_reset import needs_reset_data
+        from gym_graphreset.envs.mjwarp_reset import KernelReset, ReferenceReset
 
-            f = wp.from_torch
-            self._kernel_reset = {
-                "mask": self._reset_mask_wp,
-                "seed": f(self.seed.view(1)),
-                "env_ids": f(self.env_ids),
-                "episode": f(self.episode),
-                "elapsed": f(self.elapsed),
-                "init_qpos": f(self.init_qpos),
-                "init_qvel": f(self.init_qvel),
-            }
-            self._kernel_needs_reset_data = needs_reset_data(self.mjm)
+        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
+        self.reset_strategy: KernelReset | ReferenceReset = (
+            KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+        )
 
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._physics_graph: Any = None
-        self._reset_graph: Any = None
         with self._on_stream():
             self._reset_all_worlds()
             self._progress_buf = self._progress().clone()
@@ -234,64 +223,20 @@ class MJWarpVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ streams and capture
 
-    @contextlib.contextmanager
-    def _on_stream(self, wait: bool = True) -> Iterator[None]:
+    def _on_stream(self, wait: bool = True) -> contextlib.AbstractContextManager[None]:
         """Run torch and warp work on the env's stream (ordered after the caller's stream)."""
-        if self.cuda_stream is None:
-            with self._wp.ScopedDevice(self.wp_device):
-                yield
-            return
-        caller = torch.cuda.current_stream(self.device)
-        if wait:
-            self.cuda_stream.wait_stream(caller)
-        with torch.cuda.stream(self.cuda_stream), self._wp.ScopedStream(self._wstream, sync_enter=False):
-            yield
-        if wait:
-            caller.wait_stream(self.cuda_stream)
-
-    def _capturing(self) -> bool:
-        return self.cuda_stream is not None and torch.cuda.is_current_stream_capturing()
+        return self.runtime.on_stream(wait)
 
     def graph_capture_scope(
         self, stream: torch.cuda.Stream, capture_mode: str
     ) -> contextlib.AbstractContextManager[Any]:
-        """Warp's external capture joined to the torch capture on ``stream``."""
-        if stream.cuda_stream != self.cuda_stream.cuda_stream:  # type: ignore[union-attr]
-            raise ValueError("the graph must be captured on the env's own stream (`env.cuda_stream`)")
-        return warp_external_capture(stream, capture_mode, wstream=self._wstream)
+        """Warp's external capture joined to the torch capture on ``stream`` (the env's own)."""
+        return self.runtime.capture_scope(stream, capture_mode)
 
-    def capture_fingerprint(self) -> tuple[int, ...]:
-        """Addresses of the buffers a captured graph holds."""
-        return tuple(
-            t.data_ptr()
-            for t in (
-                self.qpos,
-                self.qvel,
-                self.ctrl,
-                self._reset_mask,
-                self.elapsed,
-                self.episode,
-                self.seed,
-                self._progress_buf,
-                self.overflow_seen,
-            )
-        )
-
-    def _run(self, name: str, fn: Callable[[], None]) -> None:
-        """Run warp work: a captured warp graph when eager on CUDA, plain launches otherwise."""
-        wp = self._wp
-        if self.cuda_stream is None or self._capturing():
-            fn()
-            return
-        graph = getattr(self, name)
-        if graph is None:
-            fn()  # loads every module (and compiles closures) before capture
-            with wp.ScopedCapture(device=self.wp_device, stream=self._wstream) as capture:
-                fn()
-            graph = capture.graph
-            setattr(self, name, graph)
-            return  # the capture above did not run; the eager call did (one logical call)
-        wp.capture_launch(graph, stream=self._wstream)
+    def capture_buffers(self) -> tuple[torch.Tensor, ...]:
+        """Views of the warp state a captured graph holds (replacing ``m``/``d`` must recapture)."""
+        t = self.runtime.wp.to_torch
+        return tuple(t(a) for a in (self.d.qpos, self.d.qvel, self.d.ctrl, self.d.overflow, self.reset_mask_wp))
 
     # ------------------------------------------------------------------ physics
 
@@ -302,12 +247,12 @@ class MJWarpVectorEnv(VectorEnv):
     def _physics_body(self) -> None:
         if not self.physics_enabled:
             return
-        for _ in range(self.frame_skip):
-            self._mjw.step(self.m, self.d)
-        if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
-            from mujoco_warp._src import smooth
+        import mujoco_warp as mjw
 
-            smooth.rne_postconstraint(self.m, self.d)
+        for _ in range(self.frame_skip):
+            mjw.step(self.m, self.d)
+        if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
+            mjw.rne_postconstraint(self.m, self.d)
 
     def run_physics(self, actions: torch.Tensor | None = None) -> None:
         """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost.
@@ -318,38 +263,20 @@ class MJWarpVectorEnv(VectorEnv):
         with self._on_stream():
             if actions is not None:
                 self.ctrl.copy_(actions)
-            self._run("_physics_graph", self._physics_body)
-
-    def _reset_body(self) -> None:
-        """Device-side reset of the masked worlds: one kernel (keys, draws, cleared state), no host read.
-
-        ``mujoco_warp.reset_data`` runs first only for models with state the kernel does not cover
-        (:func:`~gym_graphreset.envs.mjwarp_reset.needs_reset_data`). Subclasses that override
-        :meth:`_sample_initial_state` get ``reset_data`` and their own draws instead
-        (:meth:`_masked_reset`).
-        """
-        if self._kernel_reset is None or self._kernel_needs_reset_data:
-            self._mjw.reset_data(self.m, self.d, reset=self._reset_mask_wp)
-        if self._kernel_reset is not None:
-            from gym_graphreset.envs.mjwarp_reset import launch_masked_reset
-
-            launch_masked_reset(self, self._kernel_reset)
+            self.runtime.run("physics", self._physics_body)
 
     refresh: str = "com"
     """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""
 
     def _refresh_kinematics(self) -> None:
-        from mujoco_warp._src import smooth
+        import mujoco_warp as mjw
 
         if self.refresh == "none":
             return
-        smooth.kinematics(self.m, self.d)
+        mjw.kinematics(self.m, self.d)
         if self.refresh == "com":
-            smooth.com_pos(self.m, self.d)
-            smooth.com_vel(self.m, self.d)
-
-    def _reset_graph_body(self) -> None:
-        self._reset_body()
+            mjw.com_pos(self.m, self.d)
+            mjw.com_vel(self.m, self.d)
 
     # ------------------------------------------------------------------ Gymnasium API
 
@@ -364,26 +291,15 @@ class MJWarpVectorEnv(VectorEnv):
         velocity reads ``_progress_buf``, which only the reset worlds update here.
         """
         self._reset_mask.copy_(mask)
-        self._run("_reset_graph", self._reset_graph_body)
-        if self._kernel_reset is None:  # the reference path: torch draws and masked writes
-            self.keys.advance_(mask)
-            qpos, qvel = self._sample_initial_state()
-            m2 = mask.unsqueeze(1)
-            self.qpos.copy_(torch.where(m2, qpos, self.qpos))
-            self.qvel.copy_(torch.where(m2, qvel, self.qvel))
-            self.cfrc_ext.copy_(torch.where(mask.view(-1, 1, 1), 0.0, self.cfrc_ext))
-            self.qfrc_actuator.copy_(torch.where(m2, 0.0, self.qfrc_actuator))
-            self.qfrc_constraint.copy_(torch.where(m2, 0.0, self.qfrc_constraint))
-            self.elapsed.masked_fill_(mask, 0)
-        self._run("_kinematics_graph", self._refresh_kinematics)
+        self.runtime.run("reset", self.reset_strategy.warp_part)
+        self.reset_strategy.torch_part(mask)
+        self.runtime.run("kinematics", self._refresh_kinematics)
         if hasattr(self, "_progress_buf"):
             self._progress_buf.copy_(
                 torch.where(
                     mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf
                 )
             )
-
-    _kinematics_graph: Any = None
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -406,7 +322,7 @@ class MJWarpVectorEnv(VectorEnv):
             action = actions.to(self.device, torch.float32)
             self.ctrl.copy_(action)
             before = self._progress_buf.clone()
-            self._run("_physics_graph", self._physics_body)
+            self.runtime.run("physics", self._physics_body)
             after = self._progress()
             self._progress_buf.copy_(after)
             self.elapsed.add_(1)
@@ -416,17 +332,17 @@ class MJWarpVectorEnv(VectorEnv):
             truncated = self.elapsed >= self.max_episode_steps
         return obs, reward, terminated, truncated, {}
 
-    def deferred_checks(self, validator: Any) -> None:
+    def add_checks(self, latch: CheckSink) -> None:
         """Latch overflow bits (before the reset clears them) and finite state; no host read.
 
-        ``validator`` is the wrapper (``require`` / ``require_many``); all overflow bits are latched in one
-        vectorised write, each under its own name (``mjwarp_overflow[BROADPHASE]``...).
+        All overflow bits are latched in one vectorised write, each under its own name
+        (``mjwarp_overflow[BROADPHASE]``...).
         """
         self.overflow_seen.bitwise_or_(self.overflow)
         ok = ((self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0).all(dim=0)
-        validator.require_many(ok, self._overflow_names, self._overflow_messages)
+        latch.require_many(ok, self._overflow_names, self._overflow_messages)
         finite = all_finite(self.qpos) & all_finite(self.qvel)
-        validator.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
+        latch.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
 
     def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:
@@ -437,7 +353,7 @@ class MJWarpVectorEnv(VectorEnv):
         with self._on_stream():
             self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
             self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
-            self._run("_kinematics_graph", self._refresh_kinematics)
+            self.runtime.run("kinematics", self._refresh_kinematics)
             self._progress_buf.copy_(
                 torch.where(
                     mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import mujoco_warp as mjw
+import torch
 import warp as wp
 
-__all__ = ["launch_masked_reset", "needs_reset_data"]
+__all__ = ["KernelReset", "ReferenceReset", "launch_masked_reset", "needs_reset_data"]
 
 _M1 = wp.constant(wp.uint32(0x7FEB352D))
 _M2 = wp.constant(wp.uint32(0x846CA68B))
@@ -166,3 +168,59 @@ def launch_masked_reset(env: Any, arrays: dict[str, Any]) -> None:
         ],
         device=env.wp_device,
     )
+
+
+class KernelReset:
+    """The fused reset: ``reset_data`` only for models that need it, then :func:`launch_masked_reset`.
+
+    The draws and the episode counter are the kernel's own, so nothing is left for torch to do.
+    """
+
+    def __init__(self, env: Any) -> None:
+        f = wp.from_torch
+        self.env = env
+        self.needs_reset_data = needs_reset_data(env.mjm)
+        self.arrays = {
+            "mask": env.reset_mask_wp,
+            "seed": f(env.seed.view(1)),
+            "env_ids": f(env.env_ids),
+            "episode": f(env.episode),
+            "elapsed": f(env.elapsed),
+            "init_qpos": f(env.init_qpos),
+            "init_qvel": f(env.init_qvel),
+        }
+
+    def warp_part(self) -> None:
+        """The warp launches (captured as one warp graph when eager on CUDA)."""
+        if self.needs_reset_data:
+            mjw.reset_data(self.env.m, self.env.d, reset=self.arrays["mask"])
+        launch_masked_reset(self.env, self.arrays)
+
+    def torch_part(self, mask: torch.Tensor) -> None:
+        """Nothing: the kernel drew and wrote the state."""
+
+
+class ReferenceReset:
+    """The reference reset: ``reset_data``, then the env's torch draws and masked writes of the state."""
+
+    needs_reset_data = True
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def warp_part(self) -> None:
+        """``mujoco_warp.reset_data`` on the masked worlds."""
+        mjw.reset_data(self.env.m, self.env.d, reset=self.env.reset_mask_wp)
+
+    def torch_part(self, mask: torch.Tensor) -> None:
+        """Count the episode, draw with :meth:`_sample_initial_state`, write the masked rows."""
+        env = self.env
+        env.keys.advance_(mask)
+        qpos, qvel = env._sample_initial_state()
+        m2 = mask.unsqueeze(1)
+        env.qpos.copy_(torch.where(m2, qpos, env.qpos))
+        env.qvel.copy_(torch.where(m2, qvel, env.qvel))
+        env.cfrc_ext.copy_(torch.where(mask.view(-1, 1, 1), 0.0, env.cfrc_ext))
+        env.qfrc_actuator.copy_(torch.where(m2, 0.0, env.qfrc_actuator))
+        env.qfrc_constraint.copy_(torch.where(m2, 0.0, env.qfrc_constraint))
+        env.elapsed.masked_fill_(mask, 0)

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.envs.reset_heavy import ResetHeavyHalfCheetahEnv
 from gym_graphreset.testing import assert_masked_matches_selected
-from gym_graphreset.workloads import ResetHeavyHalfCheetahEnv
 
 from .conftest import MODES
 

@@ -1,0 +1,81 @@
+"""Where an env's warp work runs: one torch-made stream shared with warp, and its cached warp graphs.
+
+On CUDA, torch and warp must launch on one stream (a warp launch on another stream inside a torch
+capture breaks it), and eager mujoco_warp is launch-bound, so each warp body is captured once as a warp
+graph and replayed. Inside the wrapper's own torch capture the bodies run as plain launches instead;
+warp joins that capture through :func:`~gym_graphreset.graph.warp_external_capture`. On the CPU every
+body just runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from gym_graphreset.graph import warp_external_capture
+
+__all__ = ["WarpRuntime"]
+
+
+class WarpRuntime:
+    """The device, the shared stream and the named warp graphs of one env.
+
+    Args:
+        device: The torch device (``cpu`` or ``cuda:N``).
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        import warp as wp
+
+        wp.init()  # idempotent; at construction, never at import
+        self.wp = wp
+        self.device = device
+        self.wp_device = wp.device_from_torch(device)
+        self.cuda_stream: torch.cuda.Stream | None = None
+        self.wstream: Any = None
+        if device.type == "cuda":
+            self.cuda_stream = torch.cuda.Stream(device)
+            self.wstream = wp.stream_from_torch(self.cuda_stream)
+        self.graphs: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def on_stream(self, wait: bool = True) -> Iterator[None]:
+        """Run torch and warp work on the env's stream (ordered after the caller's stream when ``wait``)."""
+        if self.cuda_stream is None:
+            with self.wp.ScopedDevice(self.wp_device):
+                yield
+            return
+        caller = torch.cuda.current_stream(self.device)
+        if wait:
+            self.cuda_stream.wait_stream(caller)
+        with torch.cuda.stream(self.cuda_stream), self.wp.ScopedStream(self.wstream, sync_enter=False):
+            yield
+        if wait:
+            caller.wait_stream(self.cuda_stream)
+
+    def capturing(self) -> bool:
+        """Whether a torch capture is in progress on CUDA (warp bodies then launch plainly)."""
+        return self.cuda_stream is not None and torch.cuda.is_current_stream_capturing()
+
+    def run(self, name: str, fn: Callable[[], None]) -> None:
+        """Run warp work ``fn``: a cached warp graph when eager on CUDA, plain launches otherwise."""
+        if self.cuda_stream is None or self.capturing():
+            fn()
+            return
+        graph = self.graphs.get(name)
+        if graph is None:
+            fn()  # loads every module (and compiles closures) before capture; the one logical call
+            with self.wp.ScopedCapture(device=self.wp_device, stream=self.wstream) as capture:
+                fn()
+            self.graphs[name] = capture.graph
+            return
+        self.wp.capture_launch(graph, stream=self.wstream)
+
+    def capture_scope(self, stream: torch.cuda.Stream, capture_mode: str) -> contextlib.AbstractContextManager[Any]:
+        """Warp's external capture joined to the torch capture on ``stream`` (which must be this stream)."""
+        if self.cuda_stream is None or stream.cuda_stream != self.cuda_stream.cuda_stream:
+            raise ValueError("the graph must be captured on the env's own stream (`env.cuda_stream`)")
+        return warp_external_capture(stream, capture_mode, wstream=self.wstream)

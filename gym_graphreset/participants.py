@@ -1,0 +1,145 @@
+"""Who takes part in a step: the inner env chain and the reset terms, sorted by role once.
+
+:class:`Participants` is built at construction (and again when a term is added): it checks every
+member against :mod:`gym_graphreset.protocols`, names the blockers of masked reset and step capture, and
+keeps one list per role, so the step runs through plain lists with no hook lookups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+from gym_graphreset.protocols import (
+    CaptureParticipant,
+    CheckProvider,
+    EpisodePublisher,
+    GeneratorOwner,
+    InfoProvider,
+    StepCapturable,
+    StepObserver,
+    StreamOwner,
+    check_participant,
+    roles,
+)
+from gym_graphreset.selection import participant_name, supports_reset_selection
+
+__all__ = ["Participants", "tensor_pointers"]
+
+
+def _chain(env: VectorEnv) -> Iterator[VectorEnv]:
+    while isinstance(env, VectorWrapper):
+        yield env
+        env = env.env
+    yield env
+
+
+def _forwards_reset(env: VectorEnv) -> bool:
+    return isinstance(env, VectorWrapper) and type(env).reset is VectorWrapper.reset
+
+
+def _forwards_step(env: VectorEnv) -> bool:
+    return isinstance(env, VectorWrapper) and type(env).step is VectorWrapper.step
+
+
+def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
+    """``(attribute, data_ptr)`` of every tensor attribute of ``obj``, and of tensors one container deep."""
+    found: list[tuple[str, int]] = []
+    for key, value in getattr(obj, "__dict__", {}).items():
+        if isinstance(value, torch.Tensor):
+            found.append((key, value.data_ptr()))
+        elif isinstance(value, dict):
+            found.extend((f"{key}[{k!r}]", v.data_ptr()) for k, v in value.items() if isinstance(v, torch.Tensor))
+        elif isinstance(value, (list, tuple)):
+            found.extend((f"{key}[{i}]", v.data_ptr()) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+    return tuple(found)
+
+
+class Participants:
+    """The inner env chain (outermost first) and the reset terms, with one list per role.
+
+    Args:
+        env: The wrapped env (the top of the chain).
+        terms: ``{name: term}`` in run order.
+    """
+
+    def __init__(self, env: VectorEnv, terms: dict[str, Any]) -> None:
+        self.chain: list[tuple[str, VectorEnv]] = [(participant_name(e), e) for e in _chain(env)]
+        self.terms = dict(terms)
+        for name, member in self.chain:
+            check_participant(name, member, term=False)
+        for name, term in self.terms.items():
+            check_participant(name, term, term=True)
+        members = [m for _, m in self.chain] + list(self.terms.values())
+        self.observers: list[StepObserver] = [t for t in self.terms.values() if isinstance(t, StepObserver)]
+        self.info_providers: list[InfoProvider] = [t for t in self.terms.values() if isinstance(t, InfoProvider)]
+        self.publishers: list[EpisodePublisher] = [t for t in self.terms.values() if isinstance(t, EpisodePublisher)]
+        self.check_providers: list[CheckProvider] = [m for m in members if isinstance(m, CheckProvider)]
+        self.capture_participants: list[CaptureParticipant] = [m for m in members if isinstance(m, CaptureParticipant)]
+        self.stream_owners: list[StreamOwner] = [m for m in members if isinstance(m, StreamOwner)]
+        self.generator_owners: list[GeneratorOwner] = [m for m in members if isinstance(m, GeneratorOwner)]
+        self.members = members
+
+    def with_term(self, name: str, term: Any) -> Participants:
+        """A new registry with ``term`` appended (names are unique)."""
+        if name in self.terms:
+            raise ValueError(f"a reset term named {name!r} already exists; names: {list(self.terms)}")
+        return Participants(self.chain[0][1], {**self.terms, name: term})
+
+    # ------------------------------------------------------------------ negotiation
+
+    def reset_selection_blockers(self) -> list[str]:
+        """Names of every reset participant that cannot take a ResetSelection (pure forwarders skipped)."""
+        members = [(n, e) for n, e in self.chain if not _forwards_reset(e)] + list(self.terms.items())
+        return [name for name, obj in members if not supports_reset_selection(obj)]
+
+    def step_capture_blockers(self) -> list[str]:
+        """Names of the chain members that do not declare ``supports_step_capture = True``."""
+        return [
+            name
+            for name, env in self.chain
+            if not (isinstance(env, StepCapturable) and env.supports_step_capture is True) and not _forwards_step(env)
+        ]
+
+    def report(self) -> dict[str, list[str]]:
+        """Each participant's protocol roles (hook names), for :meth:`capture_report`."""
+        out = {name: roles(env) for name, env in self.chain}
+        out.update({f"term {name!r}": roles(term) for name, term in self.terms.items()})
+        return out
+
+    # ------------------------------------------------------------------ capture
+
+    def stream(self) -> torch.cuda.Stream | None:
+        """The one stream the chain launches on (``None``: the wrapper makes one); two distinct is an error."""
+        streams = {id(s): s for s in (o.cuda_stream for o in self.stream_owners) if s is not None}
+        if len(streams) > 1:
+            raise ValueError(
+                "participants launch on different CUDA streams; a graph is captured on one: "
+                + ", ".join(participant_name(o) for o in self.stream_owners)
+            )
+        return next(iter(streams.values()), None)
+
+    def capture_scopes(self) -> list[Any]:
+        """Context-manager factories ``(stream, capture_mode)`` to enter inside the capture."""
+        scopes: list[Any] = []
+        for owner in self.stream_owners:
+
+            def scope(stream: torch.cuda.Stream, mode: str, o: StreamOwner = owner) -> AbstractContextManager[Any]:
+                return o.graph_capture_scope(stream, mode)
+
+            scopes.append(scope)
+        return scopes
+
+    def generators(self) -> list[torch.Generator]:
+        """Every torch.Generator drawn from inside the captured region."""
+        return [g for owner in self.generator_owners for g in owner.torch_generators()]
+
+    def fingerprint(self) -> Hashable:
+        """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""
+        attrs = tuple(tensor_pointers(m) for m in self.members)
+        declared = tuple(tuple(t.data_ptr() for t in p.capture_buffers()) for p in self.capture_participants)
+        return attrs, declared, tuple(self.terms)
