@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.bench import import_pyplot
 from gym_graphreset.distributed import init_distributed, rank_info
 
 
@@ -269,16 +270,14 @@ def train(args: Args) -> dict[str, list[float]]:
 
 
 def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
-    """Episode-return curve as PNG (and the numbers as .npz) under ``args.out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Episode-return curve as PNG (and the numbers as .npz) under ``args.out``; the .npz alone without matplotlib."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}"
     np.savez(out / f"{stem}.npz", **{k: np.asarray(v) for k, v in curve.items()})
+    plt = import_pyplot(out / f"{stem}.png")
+    if plt is None:
+        return out / f"{stem}.npz"
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(curve["env_steps"], curve["mean_return"])
     ax.set_xlabel("env steps")

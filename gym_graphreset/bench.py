@@ -32,6 +32,7 @@ __all__ = [
     "measure_gymnasium_async",
     "measure_modes",
     "measure_non_physics",
+    "import_pyplot",
     "plot_results",
     "sample_actions",
     "table",
@@ -300,16 +301,32 @@ def save_json(results: Sequence[ModeResult], path: Path) -> None:
     path.write_text(json.dumps({"versions": env_versions(), "results": [asdict(r) for r in results]}, indent=2))
 
 
-def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
+def import_pyplot(path: Path) -> Any:
+    """``matplotlib.pyplot`` (Agg backend), or ``None`` after a one-line notice when the extra is missing.
+
+    A run whose work is done must not crash over its plot: callers skip the PNG and keep the JSON.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"matplotlib is not installed (pip install 'gym_graphreset[plot]'): skipped the plot {path}")
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     """Two bar charts, one group per env/batch: ms/step, and env-steps/s on a log scale.
 
     ms/step compares modes within a batch; env-steps/s compares across batches and against baselines
-    such as Gymnasium's AsyncVectorEnv, whose batches are a few dozen envs.
+    such as Gymnasium's AsyncVectorEnv, whose batches are a few dozen envs. Returns whether the PNG was
+    written (``False``, with a notice, when matplotlib is missing).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = import_pyplot(path)
+    if plt is None:
+        return False
 
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
     modes = list(dict.fromkeys(r.mode for r in results))  # in the order they were measured
@@ -338,3 +355,4 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return True

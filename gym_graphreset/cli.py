@@ -94,8 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
-    plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")
-    print(f"\nwrote {args.out / (stem + '.json')} and {args.out / (stem + '.png')}")
+    plotted = plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")
+    print(f"\nwrote {args.out / (stem + '.json')}" + (f" and {args.out / (stem + '.png')}" if plotted else ""))
     return 0
 
 

@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 CAPTURE_MODES = ("global", "thread_local", "relaxed")
+DEVICE_REASONS = ("device", "cuda_unavailable", "memory_pool", "driver")
+"""Reason codes about where the env runs, not about the env itself."""
 
 _T = TypeVar("_T")
 CaptureScope = Callable[[torch.cuda.Stream, str], AbstractContextManager[Any]]
@@ -56,14 +58,20 @@ class CaptureReport:
 
     @property
     def eligible(self) -> bool:
-        """No reason prevents capture."""
+        """No reason prevents capture here."""
         return not self.reasons
+
+    @property
+    def eligible_on_cuda(self) -> bool:
+        """Only where it runs prevents capture: the env, terms and flags would capture on a CUDA device."""
+        return not (set(self.reasons) - set(DEVICE_REASONS))
 
     def __str__(self) -> str:
         if self.eligible:
             return f"capture of scope {self.scope!r} is possible; {self.state}"
         lines = "\n".join(f"  - {code}: {message}" for code, message in self.reasons.items())
-        return f"capture of scope {self.scope!r} is not possible:\n{lines}"
+        where = " (the env and terms would capture on a CUDA device)" if self.eligible_on_cuda else ""
+        return f"capture of scope {self.scope!r} is not possible here{where}:\n{lines}"
 
 
 def cuda_capture_reasons(device: torch.device) -> dict[str, str]:

@@ -106,9 +106,20 @@ class Participants:
         ]
 
     def report(self) -> dict[str, list[str]]:
-        """Each participant's protocol roles (hook names), for :meth:`capture_report`."""
-        out = {name: roles(env) for name, env in self.chain}
-        out.update({f"term {name!r}": roles(term) for name, term in self.terms.items()})
+        """Each participant's declarations and protocol roles (hook names), for ``capture_report()``.
+
+        ``"reset_selection"`` / ``"step_capture"`` are the declared capabilities; the rest are the hooks the
+        wrapper calls (a chain member's Gymnasium ``reset`` is not listed).
+        """
+        blockers = set(self.reset_selection_blockers())
+        step_blockers = set(self.step_capture_blockers())
+        out: dict[str, list[str]] = {}
+        for name, env in self.chain:
+            declared = ["reset_selection"] if name not in blockers else []
+            declared += ["step_capture"] if name not in step_blockers else []
+            out[name] = declared + [r for r in roles(env) if r != "reset"]
+        for name, term in self.terms.items():
+            out[f"term {name!r}"] = (["reset_selection"] if name not in blockers else []) + roles(term)
         return out
 
     # ------------------------------------------------------------------ capture

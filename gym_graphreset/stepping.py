@@ -201,7 +201,7 @@ class MaskedPath(_Path):
 
 
 class StepBody:
-    """One step, whatever runs it: check, step the inner env, check, observe, reset done rows.
+    """One step, whatever runs it: check actions, step the inner env, observe, check, reset done rows.
 
     Args:
         env: The inner env.
@@ -243,11 +243,11 @@ class StepBody:
                 if leaf.dtype.is_floating_point:
                     latch.require(all_finite(leaf), "finite_obs", "the inner env returned NaN or inf observations")
             latch.require(all_finite(reward), "finite_reward", "the inner env returned NaN or inf rewards")
-            for provider in self.parts.check_providers:
-                provider.add_checks(latch)
             step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated)
             for observer in self.parts.observers:
                 observer.on_step(step)
+            for provider in self.parts.check_providers:  # after the observers: checks see this step's state
+                provider.add_checks(latch)
             out = self.path.after_step(step, info)
         latch.advance()
         return out

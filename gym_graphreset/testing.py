@@ -4,8 +4,12 @@
   times, and check that the host came back while the GPU was still busy: no step waited for the device.
   This sees every sync (torch's, warp's, the driver's), unlike torch's sync debug mode.
 - :func:`count_host_syncs`: torch's sync debug mode, for a traceback of the culprit (torch ops only).
+- :func:`count_host_reads` / :func:`assert_no_host_reads`: the CPU-side detector: counts the tensor
+  calls that would read the device from the host (``bool(t)``, ``.item()``, ``.tolist()``, ``.nonzero()``,
+  ``.cpu()``, boolean-mask indexing...), so a masked path can be proven sync-free without a GPU.
 - :func:`assert_masked_matches_selected` / :func:`assert_capture_matches_eager`: run the same actions
-  through two configurations and compare every returned value.
+  through two configurations and compare every tensor a step returns, info included (nested; an
+  entry ``k`` with a mask ``_k`` on the mask's rows), naming the key and step that differ.
 - :func:`assert_statistically_equivalent`: where physics is not bitwise deterministic (GPU contact
   solvers), compare the distributions of finished episodes' returns and lengths instead.
 """
@@ -20,18 +24,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from gym_graphreset.buffers import tree_leaves
 from gym_graphreset.config import PRESETS
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
-    "SyncCanaryResult",
     "EpisodeComparison",
+    "SyncCanaryResult",
+    "assert_no_host_reads",
     "assert_capture_matches_eager",
     "assert_masked_matches_selected",
     "assert_statistically_equivalent",
     "assert_sync_free",
+    "count_host_reads",
     "count_host_syncs",
     "finished_episodes",
     "ks_statistic",
@@ -134,43 +141,134 @@ def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
     return len(found), found
 
 
+_HOST_READS = frozenset(
+    {
+        torch.Tensor.__bool__,
+        torch.Tensor.__int__,
+        torch.Tensor.__float__,
+        torch.Tensor.__index__,
+        torch.Tensor.item,
+        torch.Tensor.tolist,
+        torch.Tensor.numpy,
+        torch.Tensor.cpu,
+        torch.Tensor.nonzero,
+        torch.nonzero,
+        torch.Tensor.masked_select,
+        torch.masked_select,
+        torch.Tensor.unique,
+        torch.unique,
+        torch.argwhere,
+    }
+)
+
+
+def _bool_index(args: Any) -> bool:
+    index = args[1] if len(args) > 1 else None
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(p, torch.Tensor) and p.dtype == torch.bool for p in parts)
+
+
+class _HostReadCounter(TorchFunctionMode):
+    """Records torch calls that make the host wait for the device's data (on CUDA: a sync)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        read = func in _HOST_READS or (
+            func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and _bool_index(args)
+        )
+        if read:
+            frames = [f for f in traceback.extract_stack()[:-1] if f"{os.sep}torch{os.sep}" not in f.filename]
+            where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+            self.found.append(f"{where}: {getattr(func, '__qualname__', func)}")
+        return func(*args, **(kwargs or {}))
+
+
+def count_host_reads(fn: Callable[[], Any]) -> tuple[int, list[str]]:
+    """Run ``fn``, counting torch calls that read device data on the host; return the count and where.
+
+    Works on any device, the CPU included, so an env author without a GPU can prove that a step makes no
+    host read: ``bool(t)`` (an ``if`` on a tensor), ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``,
+    ``int()``/``float()`` of a tensor, ``.nonzero()``, ``masked_select``, ``unique``, and indexing with a
+    bool mask. It sees torch calls only (warp's own syncs need :func:`assert_sync_free` on a GPU). Each
+    location is the innermost frame outside torch.
+    """
+    counter = _HostReadCounter()
+    with counter:
+        fn()
+    return len(counter.found), counter.found
+
+
+def assert_no_host_reads(fn: Callable[[], Any]) -> None:
+    """Assert that ``fn`` (e.g. a few masked steps between polls) makes no host read (:func:`count_host_reads`)."""
+    n, where = count_host_reads(fn)
+    if n:
+        raise AssertionError(f"{n} host read(s) of device data:\n  " + "\n  ".join(where[:20]))
+
+
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
-    """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned."""
-    obs, _ = env.reset(seed=seed)
-    records: list[dict[str, Any]] = [{"obs": _host(obs)}]
+    """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned.
+
+    Each record maps a path (``("obs",)``, ``("info", "episode", "r")``...) to a tensor. An info entry
+    ``k`` that comes with a bool mask ``_k`` is kept on the mask's rows only (elsewhere it is
+    unspecified), and a masked entry absent on a step is recorded as an all-False mask.
+    """
+    obs, info = env.reset(seed=seed)
+    records: list[dict[str, Any]] = [_record({"obs": obs}, info, env.num_envs)]
     for a in actions:
         obs, reward, terminated, truncated, info = env.step(a)
-        done = terminated | truncated
-        rec = {
-            "obs": _host(obs),
-            "reward": _host(reward),
-            "terminated": _host(terminated),
-            "truncated": _host(truncated),
-        }
-        if "final_obs" in info:
-            rec["final_obs"] = {p: v[done].cpu() for p, v in tree_leaves(info["final_obs"])}
-        if "episode" in info:
-            rec["episode"] = {k: v[done].cpu() for k, v in info["episode"].items()}
-        records.append(rec)
+        out = {"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}
+        records.append(_record(out, info, env.num_envs))
     return records
 
 
-def _host(tree: Any) -> dict[Any, torch.Tensor]:
-    return {p: v.detach().cpu().clone() for p, v in tree_leaves(tree)}
+def _record(out: dict[str, Any], info: dict[str, Any], num_envs: int) -> dict[Any, torch.Tensor]:
+    rec = {("step", *p): v.detach().cpu().clone() for p, v in tree_leaves(out)}
+    masks = {k[1:]: v for k, v in info.items() if k.startswith("_") and isinstance(v, torch.Tensor)}
+    for key, value in info.items():
+        if key.startswith("_") and key[1:] in info:
+            continue  # a mask: recorded with its entry
+        mask = masks.get(key)
+        for path, leaf in tree_leaves(value, ("info", key)):
+            if not isinstance(leaf, torch.Tensor):
+                continue
+            rec[path] = (leaf[mask] if mask is not None else leaf).detach().cpu().clone()
+        if mask is not None:
+            rec[("info", f"_{key}")] = mask.detach().cpu().clone()
+    return rec
 
 
-def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
+def _absent_means_empty(key: tuple[Any, ...], present: dict[Any, torch.Tensor]) -> bool:
+    """Whether a masked info entry (or its mask) missing from one run is all-False in the other.
+
+    Gymnasium adds ``final_obs`` / ``episode`` keys only on steps that need them; fixed-key paths publish
+    them with an all-False mask. Both say the same thing.
+    """
+    if key[0] != "info":
+        return False
+    head = str(key[1])
+    mask = present.get(key if head.startswith("_") else ("info", f"_{head}"))
+    return mask is not None and not bool(mask.any())
+
+
+def _compare(a: list[dict[Any, torch.Tensor]], b: list[dict[Any, torch.Tensor]], what: str, atol: float) -> None:
     if len(a) != len(b):
         raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
     for t, (x, y) in enumerate(zip(a, b, strict=True)):
-        for key in ("obs", "reward", "terminated", "truncated", "final_obs", "episode"):
+        for key in sorted(set(x) | set(y), key=str):
+            name = "".join(f"[{k!r}]" for k in key[1:])
             if key not in x or key not in y:
+                if not _absent_means_empty(key, x if key in x else y):
+                    raise AssertionError(f"{what}: {key[0]}{name} is returned by one run only (step {t})")
                 continue
-            for leaf in x[key]:
-                u, v = x[key][leaf], y[key][leaf]
-                same = torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
-                if not same:
-                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}")
+            u, v = x[key], y[key]
+            same = u.shape == v.shape and (
+                torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
+            )
+            if not same:
+                raise AssertionError(f"{what}: {key[0]}{name} differs at step {t}")
 
 
 def assert_masked_matches_selected(

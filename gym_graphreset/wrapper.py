@@ -17,6 +17,7 @@ runs the executor, publishes and polls.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Hashable
 from typing import Any
 
 import torch
@@ -177,7 +178,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         body = StepBody(self.env, parts, self.latch, path, cfg.defer_finite_validation, self._action_bounds)
         self._executor = CapturedStep(body, factory) if cfg.executor == "step_graph" else EagerStep(body)
         factory.holders += [path, self._executor]
-        self._path = path
+        self._path, self._graph_factory = path, factory
 
     def reset_selection_blockers(self) -> list[str]:
         """Names of every reset participant that cannot take a :class:`ResetSelection`."""
@@ -231,6 +232,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             term.bind(self)
         self._parts = parts
         self._build()
+
+    def capture_fingerprint(self) -> Hashable:
+        """What a held graph's pointer guard compares before each replay: the address of every buffer it may
+        hold (every tensor attribute of every participant, declared ``capture_buffers()``, the carriers,
+        the selection, the latch, the static actions). A change recaptures the graph before the launch.
+        """
+        return self._graph_factory.fingerprint()
 
     @property
     def reset_terms(self) -> dict[str, Any]:

@@ -57,3 +57,16 @@ def test_async_baseline_is_compared(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert status == 0 and "| gymnasium async x2 |" in out and "x Gymnasium AsyncVectorEnv" in out
     modes = [r["mode"] for r in json.loads((tmp_path / "bench-CartPole-v1-cpu.json").read_text())["results"]]
     assert modes == ["masked", "gymnasium async x2"]
+
+
+def test_demo_without_matplotlib_writes_json_and_skips_the_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An optional extra that is missing never crashes a run after its work is done."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    args = ["demo", "--device", "cpu", "--num-envs", "16", "--steps", "5", "--warmup", "1"]
+    assert main([*args, "--out", str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped the plot" in out and list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.png"))

@@ -96,3 +96,114 @@ def test_ppo_runs_under_torchrun_with_ddp(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("final mean return") == 1  # rank 0 reports
     assert (tmp_path / "ppo-InvertedPendulum-v5-8.png").exists()
+
+
+# ---------------------------------------------------------------- bring your own env (examples/point_mass.py)
+
+CPU_PRESETS = ["masked", "masked_persistent"]
+
+
+@pytest.fixture(scope="module")
+def point_mass():
+    return _load("point_mass")
+
+
+def _actions(n: int, steps: int, device: str = "cpu", scale: float = 1.0) -> list:
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(1)
+    return [(torch.rand(n, 2, generator=gen, device=device) * 2 - 1) * scale for _ in range(steps)]
+
+
+@pytest.mark.parametrize("mode", CPU_PRESETS)
+def test_point_mass_masked_matches_selected(point_mass, mode: str) -> None:
+    """Every returned tensor, the term's every-step info and the episode stats included, bit for bit."""
+    from gym_graphreset.config import PRESETS
+    from gym_graphreset.testing import assert_masked_matches_selected
+
+    def factory(flags):
+        env = point_mass.make_env(32, "selected")
+        return type(env)(env.env, reset_terms={"history": point_mass.ActionHistory(), "ep": _ep()}, **flags)
+
+    assert_masked_matches_selected(factory, _actions(32, 300), flags=PRESETS[mode].flags())
+
+
+def _ep():
+    from gym_graphreset import EpisodeStatistics
+
+    return EpisodeStatistics()
+
+
+def test_point_mass_term_info_every_step_on_both_paths(point_mass) -> None:
+    """An every-step term's info is there on every step of the selected path too (no KeyError)."""
+    for mode in ("selected", "masked"):
+        env = point_mass.make_env(4, mode)
+        env.reset(seed=0)
+        for a in _actions(4, 5):
+            *_, info = env.step(a)
+            assert info["action_history"][:, 0].equal(a)
+
+
+def test_point_mass_masked_steps_make_no_host_read(point_mass) -> None:
+    from gym_graphreset.testing import assert_no_host_reads, count_host_reads
+
+    env = point_mass.make_env(64, "masked_persistent")
+    env.validation_poll_interval = 1000
+    env.reset(seed=0)
+    actions = _actions(64, 50)
+    assert_no_host_reads(lambda: [env.step(a) for a in actions])
+    selected = point_mass.make_env(64, "selected")
+    selected.reset(seed=0)
+    n, where = count_host_reads(lambda: [selected.step(a) for a in actions])
+    assert n >= 50 and any("stepping.py" in w for w in where)  # the detector does see the classic gate
+
+
+def test_point_mass_capture_report_on_cpu_names_only_the_device(point_mass) -> None:
+    env = point_mass.make_env(8, "masked_persistent")
+    report = env.capture_report("step")
+    assert not report.eligible and report.eligible_on_cuda and set(report.reasons) == {"device"}
+    roles = report.state["participants"]
+    assert roles["PointMassVectorEnv"] == ["reset_selection", "step_capture", "add_checks"]
+    assert roles["term 'history'"] == ["reset_selection", "reset", "bind", "on_step", "info", "add_checks"]
+    assert not point_mass.make_env(8, "selected").capture_report("step").eligible_on_cuda  # flags missing
+
+
+def test_point_mass_custom_check_latched_and_named(point_mass) -> None:
+    """Out-of-space actions are latched by the term's own check and raised at the poll, by name."""
+    from gym_graphreset import DeferredValidationError
+
+    env = point_mass.make_env(8, "masked")
+    env.reset(seed=0)
+    env.step(_actions(8, 1, scale=3.0)[0])
+    with pytest.raises(DeferredValidationError, match="action_history_in_space"):
+        env.poll_finite_validation()
+
+
+def test_point_mass_main_runs(point_mass, capsys) -> None:
+    summary = point_mass.main(["--mode", "masked", "--num-envs", "16", "--steps", "250", "--device", "cpu"])
+    assert summary["episodes"] > 0 and "capture of scope" in capsys.readouterr().out
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA GPU (run on the GPU machine)")
+def test_point_mass_step_graph_sync_free_and_matches_eager(point_mass) -> None:
+    """On a GPU: the user's env and term captured with the whole step; the canary sees no sync."""
+    from gym_graphreset.testing import assert_capture_matches_eager, assert_sync_free
+
+    def factory(flags):
+        return type(point_mass.make_env(1, "selected"))(
+            point_mass.PointMassVectorEnv(1024, device="cuda"),
+            reset_terms={"history": point_mass.ActionHistory(), "ep": _ep()},
+            **flags,
+        )
+
+    actions = _actions(1024, 60, device="cuda")
+    assert_capture_matches_eager(factory, actions, cuda_graph_scope="step")
+    env = point_mass.make_env(1024, "step_graph", device="cuda")
+    env.validation_poll_interval = 10_000
+    env.reset(seed=0)
+    for a in actions[:10]:
+        env.step(a)
+    assert env.graph is not None and env.graph.captured
+    result = assert_sync_free(lambda: env.step(actions[0]), device="cuda")
+    print("point-mass step graph canary:", dict(result))
