@@ -19,6 +19,8 @@ from gym_graphreset.selection import resolve_reset_mask
 
 __all__ = [
     "action_bounds",
+    "check_device",
+    "check_positive_int",
     "check_actions",
     "check_process_group",
     "check_reset_options",
@@ -150,3 +152,30 @@ def check_process_group(process_group: Any) -> Any:
             "torch.distributed.init_process_group() first (or leave process_group=None)"
         )
     return process_group
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """An int (not a bool, not a float) ``>= minimum``, refused by ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_device(device: Any) -> torch.device:
+    """A usable torch device: ``cpu`` (``cpu:0`` is the same) or ``cuda[:N]`` with CUDA present."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"`device` must be 'cpu' or 'cuda[:N]', got {device}") from err
+    if dev.type == "cpu":
+        return torch.device("cpu")  # "cpu:0" would compare unequal to the tensors' "cpu"
+    if dev.type != "cuda":
+        raise ValueError(f"`device` must be 'cpu' or 'cuda[:N]', got {device}")
+    if not torch.cuda.is_available():
+        raise ValueError(f"`device` is {device!r} but CUDA is not available here; use 'cpu'")
+    index = torch.cuda.current_device() if dev.index is None else dev.index
+    if index >= torch.cuda.device_count():
+        raise ValueError(f"`device` is {device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
+    return torch.device("cuda", index)

@@ -9,10 +9,15 @@ bit for bit. The mixer is Chris Wellons' ``lowbias32`` (a well-tested 32-bit ava
 from __future__ import annotations
 
 import math
+from typing import Any
 
+import numpy as np
 import torch
 
+_MASK63 = (1 << 63) - 1
+
 __all__ = [
+    "fold_seed",
     "EpisodeKeys",
     "bits_to_normal",
     "bits_to_uniform",
@@ -124,6 +129,21 @@ def counter_normal(
     return bits_to_normal(counter_bits(seed, env_ids, episode, 2 * size, stream=stream + 1000), std, dtype)
 
 
+def fold_seed(seed: Any) -> int:
+    """A non-negative int seed (any size, as Gymnasium accepts) folded into the 63-bit counter key.
+
+    Seeds below 2**63 are kept as they are; larger ones are XOR-folded 63 bits at a time, so every seed
+    maps to one key and no seed is refused for its size.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be None or a non-negative int, got {seed!r}")
+    seed, key = int(seed), 0
+    while seed:
+        key ^= seed & _MASK63
+        seed >>= 63
+    return key
+
+
 class EpisodeKeys:
     """The per-row keys of counter-based reset draws, as persistent device tensors.
 
@@ -133,8 +153,6 @@ class EpisodeKeys:
     """
 
     def __init__(self, num_envs: int, device: torch.device | str, global_env_offset: int = 0) -> None:
-        import numpy as np
-
         entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
         self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=device)
         self.env_ids = torch.arange(num_envs, dtype=torch.long, device=device) + int(global_env_offset)
@@ -144,9 +162,7 @@ class EpisodeKeys:
         """Set the seed (in place) and restart episode numbering; ``None`` keeps the current stream."""
         if seed is None:
             return
-        if isinstance(seed, bool) or (not isinstance(seed, int) and not hasattr(seed, "__index__")):
-            raise ValueError(f"`seed` must be an int or None, got {seed!r}")
-        self.seed.fill_(int(seed))
+        self.seed.fill_(fold_seed(seed))
         self.episode.fill_(-1)
 
     def advance_(self, mask: torch.Tensor) -> None:

@@ -57,8 +57,10 @@ class ResetSelection:
     __slots__ = ("mask", "num_envs")
 
     def __init__(self, num_envs: int, device: torch.device | str) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)):
+            raise TypeError(f"`num_envs` must be an int >= 1, got {num_envs!r} ({type(num_envs).__name__})")
         if num_envs < 1:
-            raise ValueError(f"`num_envs` must be >= 1, got {num_envs}")
+            raise ValueError(f"`num_envs` must be an int >= 1, got {num_envs}")
         self.num_envs = int(num_envs)
         self.mask = torch.zeros(self.num_envs, dtype=torch.bool, device=device)
 
@@ -144,8 +146,10 @@ def participant_name(obj: object) -> str:
 def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> torch.Tensor:
     """Turn ``None`` / row ids / a bool mask / a :class:`ResetSelection` into a bool mask.
 
-    ``None`` means all rows. A selection gives a copy of its mask. Bool masks (torch or numpy) and ids
-    are moved to ``device``; ids are scattered into a fresh mask.
+    ``None`` means all rows. A selection gives a copy of its mask. A bool mask (torch, numpy, or a Python
+    list/tuple of bools) must have shape ``(num_envs,)``; ids (integers, in ``[0, num_envs)``) are scattered
+    into a fresh mask. Anything else (floats, mixed lists, ids out of range, negative ids) is refused: a
+    list of bools is never read as ids.
     """
     device = torch.device(device)
     if x is None:
@@ -154,10 +158,17 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
         if x.num_envs != num_envs:
             raise ValueError(f"ResetSelection has {x.num_envs} rows, expected {num_envs}")
         return x.mask.to(device, copy=True)
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (list, tuple)):
+        x = _list_to_tensor(x)
+    elif isinstance(x, np.ndarray):
         x = torch.from_numpy(x)
+    elif isinstance(x, (bool, int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        x = torch.tensor([int(x)])
     elif not isinstance(x, torch.Tensor):
-        x = torch.as_tensor(x, dtype=torch.long)
+        raise TypeError(
+            "`reset_mask` must be None, a bool mask of shape (num_envs,), row ids, or a ResetSelection; "
+            f"got {type(x).__name__}"
+        )
     x = x.to(device)
     if x.dtype == torch.bool:
         if x.shape != (num_envs,):
@@ -165,9 +176,28 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
         return x.clone()
     if x.dtype.is_floating_point or x.dtype.is_complex:
         raise ValueError(f"env ids must be an integer tensor or a bool mask, got dtype {x.dtype}")
+    ids = x.reshape(-1).long()
+    if ids.numel() and bool(((ids < 0) | (ids >= num_envs)).any()):  # host read: ids are the host's input
+        bad = ids[(ids < 0) | (ids >= num_envs)].tolist()
+        raise ValueError(f"env ids must lie in [0, {num_envs}), got {bad[:8]}")
     mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
-    mask[x.reshape(-1).long()] = True
+    mask[ids] = True
     return mask
+
+
+def _list_to_tensor(values: list[Any] | tuple[Any, ...]) -> torch.Tensor:
+    kinds = {
+        "bool" if isinstance(v, (bool, np.bool_)) else "int" if isinstance(v, (int, np.integer)) else "other"
+        for v in values
+    }
+    if kinds == {"bool"}:
+        return torch.tensor([bool(v) for v in values], dtype=torch.bool)
+    if kinds <= {"int"}:
+        return torch.tensor([int(v) for v in values], dtype=torch.long)
+    raise ValueError(
+        "a list `reset_mask` must hold only bools (a mask) or only ints (row ids), got "
+        f"{[type(v).__name__ for v in values][:8]}"
+    )
 
 
 def options_reset_mask(options: dict[str, Any] | None, all_rows: torch.Tensor) -> torch.Tensor:

@@ -27,7 +27,7 @@ from gym_graphreset.buffers import TensorStore, tree_copy_, tree_leaves, tree_ma
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection
-from gym_graphreset.validation import ValidationLatch, all_finite, finite_rows
+from gym_graphreset.validation import ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
 
@@ -239,10 +239,10 @@ class StepBody:
                 latch.require(ok, "valid_actions", "actions outside the action space (those entries were clamped)")
                 actions = torch.minimum(torch.maximum(actions, low), high)
             obs, reward, terminated, truncated, info = self.env.step(actions)
-            for _, leaf in tree_leaves(obs):
+            for _, leaf in tree_leaves(obs):  # per row: a failure names the rows
                 if leaf.dtype.is_floating_point:
-                    latch.require(all_finite(leaf), "finite_obs", "the inner env returned NaN or inf observations")
-            latch.require(all_finite(reward), "finite_reward", "the inner env returned NaN or inf rewards")
+                    latch.require(finite_rows(leaf), "finite_obs", "the inner env returned NaN or inf observations")
+            latch.require(finite_rows(reward), "finite_reward", "the inner env returned NaN or inf rewards")
             step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated)
             for observer in self.parts.observers:
                 observer.on_step(step)

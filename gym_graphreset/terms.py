@@ -47,6 +47,12 @@ class EpisodeStatistics:
         """Allocate buffers for ``env``'s batch size and device (if not done in ``__init__``)."""
         if not self._allocated:
             self._allocate(env.num_envs, torch.device(env.device))
+        elif self.running_return.shape[0] != env.num_envs or self.running_return.device != torch.device(env.device):
+            raise ValueError(
+                f"EpisodeStatistics was built for num_envs={self.running_return.shape[0]} on "
+                f"{self.running_return.device}, but the env has num_envs={env.num_envs} on {env.device}; "
+                "leave num_envs/device out to take the env's"
+            )
 
     def on_step(self, step: StepData) -> None:
         """Accumulate this step; publish finished episodes (no host read)."""

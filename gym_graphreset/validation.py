@@ -41,6 +41,17 @@ class FailedCheck:
     message: str
     first_failed_step: int
     rank: int | None = None  # the process that failed, when polled across ranks
+    first_row: int | None = None  # the first failing row at that step, when the check is per row
+    failing_rows: int | None = None  # how many rows failed at that step
+
+    def describe(self) -> str:
+        """One line: name, rank, message, step and rows."""
+        where = "" if self.rank is None else f" on rank {self.rank}"
+        rows = ""
+        if self.first_row is not None and self.failing_rows:
+            more = f" and {self.failing_rows - 1} more" if self.failing_rows > 1 else ""
+            rows = f", row {self.first_row}{more}"
+        return f"{self.name}{where}: {self.message} (first failed at step {self.first_failed_step}{rows})"
 
 
 class DeferredValidationError(RuntimeError):
@@ -49,35 +60,35 @@ class DeferredValidationError(RuntimeError):
     def __init__(self, failures: list[FailedCheck], window: tuple[int, int]) -> None:
         self.failures = failures
         self.window = window
-        lines = [
-            f"  - {f.name}{'' if f.rank is None else f' on rank {f.rank}'}: {f.message} "
-            f"(first failed at step {f.first_failed_step})"
-            for f in failures
-        ]
+        lines = [f"  - {f.describe()}" for f in failures]
+        when = "before the first step" if window[1] < window[0] else f"between steps {window[0]} and {window[1]}"
         super().__init__(
-            f"{len(failures)} deferred check(s) failed between steps {window[0]} and {window[1]}:\n"
+            f"{len(failures)} deferred check(s) failed {when}:\n"
             + "\n".join(lines)
             + "\nThe env refuses to step until reset()."
         )
 
 
 class ValidationLatch:
-    """Fixed-capacity named slots of ``first failed step`` (-1 = never failed), on the device.
+    """Fixed-capacity named slots of ``first failed step`` (-1 = never failed) and rows, on the device.
 
     Slots are allocated once (``capacity``); registering a name only assigns a slot index on the host,
-    so the device buffers keep their addresses and captured graphs stay valid.
+    so the device buffers keep their addresses and captured graphs stay valid. Each slot also keeps the
+    first failing row and the number of failing rows at its first failure, read by the same poll.
     """
 
     def __init__(self, device: torch.device | str, capacity: int = 64) -> None:
         self.device = torch.device(device)
         self.capacity = capacity
         self.first_failed = torch.full((capacity,), -1, dtype=torch.long, device=self.device)
+        self.rows = torch.full((capacity, 2), -1, dtype=torch.long, device=self.device)  # first bad row, count
         self.step = torch.zeros((), dtype=torch.long, device=self.device)
+        self._no_rows = torch.full((2,), -1, dtype=torch.long, device=self.device)
         self._slots: dict[str, int] = {}
         self._messages: list[str] = []
         self._window_start = 0
         self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor] = {}
-        self._batch: dict[str, tuple[torch.Tensor, str]] | None = None
+        self._batch: dict[str, tuple[torch.Tensor, torch.Tensor, str]] | None = None
 
     def slot(self, name: str, message: str) -> int:
         """The slot index of ``name``, registering it (host-only) on first use."""
@@ -95,25 +106,33 @@ class ValidationLatch:
         return list(self._slots)
 
     def require(self, ok: torch.Tensor, name: str, message: str) -> None:
-        """Latch ``ok.all()`` under ``name``; record the current step if it is the first failure."""
+        """Latch ``ok.all()`` under ``name``; record the current step (and rows) if it is the first failure.
+
+        An ``ok`` of one or more dims is read per row (its first dim): a failure names the first failing
+        row and how many failed. A 0-dim ``ok`` is one verdict with no rows.
+        """
         if not isinstance(ok, torch.Tensor):
             raise TypeError(f"`ok` must be a bool torch.Tensor, got {type(ok).__name__}")
         if ok.dtype != torch.bool:
             raise TypeError(f"`ok` must have dtype torch.bool, got {ok.dtype}")
-        index = self.slot(name, message)
-        verdict = ok.to(self.device).all()
+        self.slot(name, message)
+        ok = ok.to(self.device)
+        if ok.dim() == 0:
+            verdict, rows = ok, self._no_rows
+        else:
+            bad = ~ok.reshape(ok.shape[0], -1).all(dim=1)
+            verdict, rows = ~bad.any(), _row_summary(bad.unsqueeze(1))[0]
         if self._batch is not None:
-            self._defer(verdict, name, message)
+            self._defer(verdict, rows, name, message)
             return
-        slot = self.first_failed[index : index + 1]
-        slot.copy_(torch.where(~verdict & (slot < 0), self.step, slot))
+        self._latch_many(verdict.view(1), (name,), (message,), rows.view(1, 2))
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
         """Collect the ``require`` calls of a region and latch them in one vectorised write at its end.
 
-        A step makes a handful of checks; one ``require_many`` at the end costs 7 kernels where each
-        ``require`` costs 5. Regions do not merge: an inner region (a separately captured reset body)
+        A step makes a handful of checks; one write at the end costs a few kernels where each ``require``
+        would cost as many. Regions do not merge: an inner region (a separately captured reset body)
         latches at its own end, inside its own graph.
         """
         outer, self._batch = self._batch, {}
@@ -123,38 +142,63 @@ class ValidationLatch:
             pending, self._batch = self._batch, outer
             if pending:
                 names = tuple(pending)
-                messages = tuple(m for _, m in pending.values())
-                self._latch_many(torch.stack([v for v, _ in pending.values()]), names, messages)
+                messages = tuple(m for *_, m in pending.values())
+                verdicts = torch.stack([v for v, _, _ in pending.values()])
+                rows = torch.stack([r for _, r, _ in pending.values()])
+                self._latch_many(verdicts, names, messages, rows)
 
-    def _defer(self, verdict: torch.Tensor, name: str, message: str) -> None:
+    def _defer(self, verdict: torch.Tensor, rows: torch.Tensor, name: str, message: str) -> None:
         assert self._batch is not None
         earlier = self._batch.get(name)
-        self._batch[name] = (verdict if earlier is None else earlier[0] & verdict, message)
+        if earlier is not None:  # a name repeated in one region: AND the verdicts, keep the first rows that failed
+            rows = torch.where(earlier[0], rows, earlier[1])
+            verdict = earlier[0] & verdict
+        self._batch[name] = (verdict, rows, message)
 
-    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
-        """Latch ``k`` verdicts at once (``ok`` is a bool ``(k,)``): a few kernels instead of ``k`` requires."""
-        if ok.shape != (len(names),) or ok.dtype != torch.bool:
-            raise ValueError(f"`ok` must be a bool tensor of shape ({len(names)},), got {ok.dtype} {tuple(ok.shape)}")
+    def require_many(
+        self,
+        ok: torch.Tensor,
+        names: tuple[str, ...],
+        messages: tuple[str, ...],
+        bad_rows: torch.Tensor | None = None,
+    ) -> None:
+        """Latch ``k`` verdicts at once (``ok`` is a bool ``(k,)``): a few kernels instead of ``k`` requires.
+
+        ``bad_rows`` (optional, bool ``(num_envs, k)``) says which rows failed each check, so a failure
+        names its first row and count.
+        """
+        if not isinstance(ok, torch.Tensor):
+            raise TypeError(f"`ok` must be a bool torch.Tensor of shape ({len(names)},), got {type(ok).__name__}")
+        if ok.shape != (len(names),) or ok.dtype != torch.bool or len(messages) != len(names):
+            raise ValueError(
+                f"`ok` must be a bool tensor of shape ({len(names)},) with one message per name, got "
+                f"{ok.dtype} {tuple(ok.shape)} and {len(messages)} message(s)"
+            )
+        ok = ok.to(self.device)
+        rows = self._no_rows.expand(len(names), 2) if bad_rows is None else _row_summary(bad_rows.to(self.device))
         if self._batch is not None:
-            ok = ok.to(self.device)
             for i, (name, message) in enumerate(zip(names, messages, strict=True)):
                 self.slot(name, message)
-                self._defer(ok[i], name, message)
+                self._defer(ok[i], rows[i], name, message)
             return
-        self._latch_many(ok, names, messages)
+        self._latch_many(ok, names, messages, rows)
 
-    def _latch_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+    def _latch_many(
+        self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...], rows: torch.Tensor
+    ) -> None:
         key = (names, messages)
-        index = self._index_cache.get(key)
-        if index is None:
-            slots = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]
-            index = self._index_cache[key] = torch.tensor(slots, dtype=torch.long, device=self.device)
-        current = self.first_failed.index_select(0, index)
-        self.first_failed.index_copy_(0, index, torch.where(~ok.to(self.device) & (current < 0), self.step, current))
+        slots = self._index_cache.get(key)
+        if slots is None:
+            ids = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]
+            slots = self._index_cache[key] = torch.tensor(ids, dtype=torch.long, device=self.device)
+        current = self.first_failed.index_select(0, slots)
+        newly = ~ok & (current < 0)
+        self.first_failed.index_copy_(0, slots, torch.where(newly, self.step, current))
+        self.rows.index_copy_(0, slots, torch.where(newly.unsqueeze(1), rows, self.rows.index_select(0, slots)))
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The slots, the step counter and the cached slot indices a captured graph holds."""
-        return [self.first_failed, self.step, *self._index_cache.values()]
+        return [self.first_failed, self.rows, self.step, self._no_rows, *self._index_cache.values()]
 
     def advance(self, steps: int = 1) -> None:
         """Count a step on the device (captured code calls this too)."""
@@ -173,9 +217,11 @@ class ValidationLatch:
         self._window_start = steps_done
         names, messages = list(self._slots), list(self._messages)
         if group is None or group is False:
+            n = len(names)
+            values = torch.cat((self.first_failed[:n], self.rows[:n].flatten())).tolist()  # the one host read
             failures = [
-                FailedCheck(names[i], messages[i], v)
-                for i, v in enumerate(self.first_failed[: len(names)].tolist())
+                FailedCheck(names[i], messages[i], v, None, *_rows(values[n + 2 * i : n + 2 * i + 2]))
+                for i, v in enumerate(values[:n])
                 if v >= 0
             ]
         else:
@@ -207,3 +253,15 @@ class ValidationLatch:
     def clear(self) -> None:
         """Forget every verdict (in place)."""
         self.first_failed.fill_(-1)
+        self.rows.fill_(-1)
+
+
+def _row_summary(bad: torch.Tensor) -> torch.Tensor:
+    """Per column of a bool ``(rows, k)``: (first True row, number of True rows), as long ``(k, 2)``."""
+    first = bad.to(torch.uint8).argmax(dim=0)
+    return torch.stack((first, bad.sum(dim=0)), dim=1)
+
+
+def _rows(pair: list[int]) -> tuple[int | None, int | None]:
+    first, count = pair
+    return (first, count) if count > 0 else (None, None)

@@ -234,9 +234,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._build()
 
     def capture_fingerprint(self) -> Hashable:
-        """What a held graph's pointer guard compares before each replay: the address of every buffer it may
-        hold (every tensor attribute of every participant, declared ``capture_buffers()``, the carriers,
-        the selection, the latch, the static actions). A change recaptures the graph before the launch.
+        """What a held graph's pointer guard compares before each replay; a change recaptures first.
+
+        The addresses of every buffer a graph may hold: every tensor attribute of every participant, their
+        declared ``capture_buffers()``, the carriers, the selection, the latch and the static actions.
         """
         return self._graph_factory.fingerprint()
 

@@ -19,7 +19,10 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.inputs import env_device
+from gym_graphreset.protocols import CheckSink
 from gym_graphreset.selection import options_reset_mask
+from gym_graphreset.validation import finite_rows
 
 __all__ = ["ClipAction", "ClipObservation", "NormalizeObservation", "NormalizeReward", "RescaleAction"]
 
@@ -38,7 +41,7 @@ class _TorchVectorWrapper(VectorWrapper):
 
     def __init__(self, env: VectorEnv) -> None:
         super().__init__(env)
-        self.device = torch.device(getattr(env, "device", "cpu"))
+        self.device = env_device(env)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         """Forward the reset (a ResetSelection passes through untouched); transform the observation."""
@@ -83,19 +86,30 @@ class NormalizeObservation(_TorchVectorWrapper):
         self.var = torch.ones(shape, dtype=torch.float64, device=self.device)
         self.count = torch.full((), epsilon, dtype=torch.float64, device=self.device)
         self.epsilon, self.clip, self.update = epsilon, clip, update
+        self.finite_rows = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)
         self.single_observation_space = spaces.Box(-clip, clip, shape, np.float32)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
     def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
-        if update and self.update:
-            x = obs.double()
-            batch_mean, batch_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        if update and self.update:  # from finite rows only: one NaN row must not poison every row's statistics
+            self.finite_rows.copy_(finite_rows(obs))
+            w = self.finite_rows.to(torch.float64).unsqueeze(1)
+            x = torch.where(self.finite_rows.unsqueeze(1), obs.double(), 0.0)
+            n = w.sum()
+            batch_mean = x.sum(0) / n.clamp(min=1.0)
+            batch_var = (w * (x - batch_mean).square()).sum(0) / n.clamp(min=1.0)
             delta, total = batch_mean - self.mean, self.count + n
             self.mean.add_(delta * n / total)
             self.var.copy_((self.var * self.count + batch_var * n + delta.square() * self.count * n / total) / total)
             self.count.copy_(total)
         out = (obs.double() - self.mean) / torch.sqrt(self.var + self.epsilon)
         return out.clamp(-self.clip, self.clip).to(obs.dtype)
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """Latch the rows whose observations were left out of the statistics (NaN or inf)."""
+        latch.require(
+            self.finite_rows, "normalize_observation_finite", "NaN or inf observations (left out of the statistics)"
+        )
 
 
 class NormalizeReward(_TorchVectorWrapper):

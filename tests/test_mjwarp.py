@@ -6,6 +6,8 @@ test_mujoco_tasks.py; these need the GPU machine.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -153,3 +155,57 @@ def test_gpu_memory_flat_over_10k_steps(mode: str) -> None:
     assert now == after_warmup
     assert torch.cuda.mem_get_info()[0] == device_free
     assert peak <= steady_peak + 2**20  # selected-row temporaries scale with the done rows of a step
+
+
+def _faulted_pair(task: Any, n: int, inject: Any, steps: int = 30, **env_kwargs: Any) -> tuple[Any, Any, Any]:
+    """A clean and a faulted step-graph env stepped with the same actions; ``inject(inner)`` after capture."""
+    flags = {**GRAPH_MODES["step_graph"], "validation_poll_interval": 10_000}
+    envs = [FixedShapeAutoresetVectorEnv(task(n, device="cuda", **env_kwargs), **flags) for _ in range(2)]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    actions = [
+        torch.rand(n, envs[0].single_action_space.shape[0], device="cuda", generator=gen) * 2 - 1 for _ in range(steps)
+    ]
+    outs = []
+    for k, env in enumerate(envs):
+        env.reset(seed=0)
+        for t, a in enumerate(actions):
+            if k == 1 and t == 10:
+                assert env.graph is not None and env.graph.captured
+                inject(env.env)  # in place: the captured graph holds these buffers
+            obs, *_ = env.step(a)
+        torch.cuda.synchronize()
+        outs.append(obs.clone())
+    return envs[0], envs[1], outs
+
+
+def test_fault_injection_under_step_graph_names_rows_and_spares_other_worlds() -> None:
+    """NaN written into two worlds mid-run: latched with their rows; every other world equals a clean run."""
+    from gym_graphreset import DeferredValidationError
+    from gym_graphreset.envs.mujoco_tasks import HalfCheetahEnv
+
+    bad = [3, 700]
+    clean, faulted, (clean_obs, faulted_obs) = _faulted_pair(
+        HalfCheetahEnv,
+        1024,
+        lambda inner: inner.qvel.index_fill_(0, torch.tensor(bad, device="cuda"), float("nan")),
+    )
+    clean.poll_finite_validation()  # silent
+    with pytest.raises(DeferredValidationError) as err:
+        faulted.poll_finite_validation()
+    text = str(err.value)
+    print("\nfault injection:", text)
+    assert "mjwarp_finite_state" in text and "(first failed at step 10, row 3 and 1 more)" in text
+    keep = torch.ones(1024, dtype=torch.bool, device="cuda")
+    keep[bad] = False
+    same = torch.equal(clean_obs[keep], faulted_obs[keep])
+    print("other worlds bit-identical to the clean run:", same)
+    assert same
+
+
+def test_capacity_overflow_under_step_graph_is_latched_with_worlds() -> None:
+    from gym_graphreset import DeferredValidationError
+
+    _, faulted, _ = _faulted_pair(AntEnv, 1024, lambda inner: None, nconmax=1)
+    with pytest.raises(DeferredValidationError, match=r"mjwarp_overflow\[BROADPHASE\].*row \d+") as err:
+        faulted.poll_finite_validation()
+    print("\ncapacity overflow:", err.value)

@@ -170,6 +170,9 @@ def test_humanoid_runs_with_newton_solver() -> None:
         ({"frame_skip": 0}, "`frame_skip` must be >= 1, got 0"),
         ({"device": "meta"}, "`device` must be 'cpu' or 'cuda[:N]', got meta"),
         ({"render_mode": "human"}, "does not render"),
+        ({"nconmax": 0}, "`nconmax` must be None (MuJoCo Warp's default) or an int >= 1, got 0"),
+        ({"njmax": -1}, "`njmax` must be None (MuJoCo Warp's default) or an int >= 1, got -1"),
+        ({"max_episode_steps": 0}, "`max_episode_steps` must be >= 1, got 0"),
     ],
 )
 def test_bad_arguments(kwargs, message: str) -> None:
@@ -258,3 +261,18 @@ def test_overflow_is_latched_and_named() -> None:
     with pytest.raises(DeferredValidationError, match=r"mjwarp_overflow\[NEFC\]"):
         for _ in range(40):
             env.step(torch.zeros(2, 8))
+
+
+def test_dropped_contacts_are_latched_with_their_worlds() -> None:
+    """Too few contact slots: contacts are dropped, and the drop is latched per world, never silent."""
+    from gym_graphreset import DeferredValidationError, FixedShapeAutoresetVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(AntEnv(8, device="cpu", nconmax=1), "masked", validation_poll_interval=1000)
+    env.reset(seed=0)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(10):
+        env.step(torch.rand(8, 8, generator=gen) * 2 - 1)
+    with pytest.raises(
+        DeferredValidationError, match=r"mjwarp_overflow\[BROADPHASE\].*\(first failed at step \d+, row \d+"
+    ):
+        env.poll_finite_validation()

@@ -103,3 +103,20 @@ def test_sac_with_vecnormalize() -> None:
     model = SAC("MlpPolicy", venv, learning_starts=32, batch_size=32, train_freq=1, seed=0, device="cpu")
     model.learn(total_timesteps=160)
     assert model.num_timesteps >= 160 and np.isfinite(venv.obs_rms.mean).all()
+
+
+@pytest.mark.parametrize(
+    ("actions", "message"),
+    [
+        (np.zeros((3,)), "actions must have shape (8,) (one row per env), got (3,)"),
+        (np.zeros((8, 2)), "actions must have shape (8,) (one row per env), got (8, 2)"),
+        (np.array(["a"] * 8), "actions must be numeric (shape (8,)), got dtype <U1"),
+    ],
+)
+def test_step_async_checks_by_name(actions, message: str) -> None:
+    from gym_graphreset.integrations.sb3 import SB3VecEnv
+
+    env = SB3VecEnv(FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8)))
+    env.reset()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        env.step_async(actions)

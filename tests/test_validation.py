@@ -109,3 +109,27 @@ def test_finite_helpers_match_isfinite(value: float) -> None:
     assert torch.equal(finite_rows(x), torch.isfinite(x).all(dim=1))
     assert bool(all_finite(x)) == bool(torch.isfinite(x).all())
     assert torch.equal(finite_rows(x[1]), torch.isfinite(x[1]))
+
+
+def test_poll_before_any_step_says_so() -> None:
+    latch = ValidationLatch("cpu")
+    latch.require(torch.tensor([True, False]), "x", "bad")
+    with pytest.raises(
+        DeferredValidationError, match=r"failed before the first step:\n  - x: bad \(first failed at step 0, row 1\)"
+    ):
+        latch.poll(0)
+
+
+def test_failure_names_first_row_and_count_one_read() -> None:
+    latch = ValidationLatch("cpu")
+    with latch.batch():
+        latch.require(torch.tensor([[True, True], [True, False], [False, True]]), "x", "bad")
+        latch.require(torch.tensor(False), "scalar", "no rows")
+        latch.require_many(
+            torch.tensor([True, False]), ("a", "b"), ("m", "m"), bad_rows=torch.tensor([[0, 0], [0, 1], [0, 1]]).bool()
+        )
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(1)
+    rows = {f.name: (f.first_row, f.failing_rows) for f in err.value.failures}
+    assert rows == {"x": (1, 2), "scalar": (None, None), "b": (1, 2)}
+    assert "row 1 and 1 more" in str(err.value)

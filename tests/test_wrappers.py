@@ -93,3 +93,23 @@ def test_gymnasium_array_conversion_to_numpy_around_our_env() -> None:
     for _ in range(30):
         obs, reward, *_, info = env.step(np.ones(4, dtype=np.int64))
     assert isinstance(reward, np.ndarray) and isinstance(info["final_obs"], np.ndarray)
+
+
+def test_normalize_observation_ignores_non_finite_rows_and_latches_them() -> None:
+    """One NaN row must not poison every row's running statistics; the bad row is latched by name."""
+    from gym_graphreset import DeferredValidationError
+
+    inner = scripted_env(4, 20, p_done=0.0)
+    norm = NormalizeObservation(inner)
+    env = FixedShapeAutoresetVectorEnv(norm, **{**MODES["masked"], "validation_poll_interval": 1000})
+    env.reset(seed=0)
+    inner.pos[2, 1] = float("nan")  # a fault in the inner env: row 2's state turns NaN
+    env.step(torch.zeros(4, 3))
+    assert torch.isfinite(norm.mean).all() and torch.isfinite(norm.var).all()
+    obs, *_ = env.step(torch.zeros(4, 3))
+    assert torch.isfinite(obs[[0, 1, 3]]).all()  # the other rows still normalise
+    with pytest.raises(DeferredValidationError, match=r"normalize_observation_finite: .*row 2\)"):
+        env.poll_finite_validation()
+    env.reset(seed=0)  # and reset() recovers
+    obs, *_ = env.step(torch.zeros(4, 3))
+    assert torch.isfinite(obs).all()

@@ -15,6 +15,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.inputs import check_device, check_positive_int
 from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import options_reset_mask
 
@@ -59,13 +60,13 @@ class CartPoleVectorEnv(VectorEnv):
         dtype: torch.dtype = torch.float32,
         render_mode: str | None = None,
     ) -> None:
-        if num_envs < 1:
-            raise ValueError(f"`num_envs` must be >= 1, got {num_envs}")
+        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
         if render_mode is not None:
             raise ValueError(f"CartPoleVectorEnv does not render, got render_mode={render_mode!r}")
-        self.num_envs = num_envs
-        self.device = torch.device(device)
-        self.max_episode_steps = max_episode_steps
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise ValueError(f"`dtype` must be a floating torch dtype (the physics state), got {dtype!r}")
+        self.device = check_device(device)
         self.render_mode = None
         high = np.array([self.x_threshold * 2, np.inf, self.theta_threshold_radians * 2, np.inf], dtype=np.float32)
         self.single_observation_space = spaces.Box(-high, high, dtype=np.float32)

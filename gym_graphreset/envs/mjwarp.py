@@ -27,10 +27,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.warp_runtime import WarpRuntime
+from gym_graphreset.inputs import check_device, check_positive_int
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
-from gym_graphreset.validation import all_finite
+from gym_graphreset.validation import finite_rows
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
@@ -102,24 +103,14 @@ class MJWarpVectorEnv(VectorEnv):
         import mujoco_warp as mjw
         import warp as wp
 
-        if num_envs < 1:
-            raise ValueError(f"`num_envs` must be >= 1, got {num_envs}")
-        if frame_skip < 1:
-            raise ValueError(f"`frame_skip` must be >= 1, got {frame_skip}")
+        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.frame_skip = check_positive_int("frame_skip", frame_skip)
+        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+        check_positive_int("global_env_offset", global_env_offset, minimum=0)
         if render_mode is not None:
             raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
         self.render_mode = None
-        self.num_envs = num_envs
-        self.frame_skip = frame_skip
-        self.max_episode_steps = max_episode_steps
-        self.device = torch.device(device) if device is not None else default_device()
-        if self.device.type == "cuda":
-            if not torch.cuda.is_available():
-                raise ValueError(f"device {self.device} asked for, but CUDA is not available")
-            if self.device.index is None:
-                self.device = torch.device("cuda", torch.cuda.current_device())
-        elif self.device.type != "cpu":
-            raise ValueError(f"`device` must be 'cpu' or 'cuda[:N]', got {self.device}")
+        self.device = check_device(device if device is not None else default_device())
 
         text = str(model)
         self.mjm = (
@@ -339,9 +330,9 @@ class MJWarpVectorEnv(VectorEnv):
         (``mjwarp_overflow[BROADPHASE]``...).
         """
         self.overflow_seen.bitwise_or_(self.overflow)
-        ok = ((self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0).all(dim=0)
-        latch.require_many(ok, self._overflow_names, self._overflow_messages)
-        finite = all_finite(self.qpos) & all_finite(self.qvel)
+        bad = (self.overflow_seen.unsqueeze(1) & self._overflow_bits) != 0  # (worlds, bits)
+        latch.require_many(~bad.any(dim=0), self._overflow_names, self._overflow_messages, bad_rows=bad)
+        finite = finite_rows(self.qpos) & finite_rows(self.qvel)
         latch.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
 

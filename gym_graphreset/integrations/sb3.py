@@ -64,8 +64,16 @@ class SB3VecEnv(VecEnv):
         """Move the actions to the env's device with the action space's dtype."""
         space = self.action_space
         dtype = torch.float32 if isinstance(space, gym.spaces.Box) else torch.long
-        actions = np.asarray(actions).reshape(self.num_envs, *(space.shape or ()))
-        self._actions = torch.as_tensor(actions, device=self.device).to(dtype)
+        expected = (self.num_envs, *(space.shape or ()))
+        try:
+            array = np.asarray(actions)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"actions must be an array of shape {expected}, got {type(actions).__name__}") from err
+        if array.dtype.kind not in "biuf":
+            raise ValueError(f"actions must be numeric (shape {expected}), got dtype {array.dtype}")
+        if array.shape != expected and not (array.size == int(np.prod(expected)) and array.ndim <= 1):
+            raise ValueError(f"actions must have shape {expected} (one row per env), got {array.shape}")
+        self._actions = torch.as_tensor(array.reshape(expected), device=self.device).to(dtype)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         """Step on the device, then one device-to-host copy of everything SB3 needs."""

@@ -1,0 +1,87 @@
+"""The step body and the reset paths: published values are fresh or ring-held, reset observations are
+checked on every path, and faults are latched with their rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from gym_graphreset import DeferredValidationError, EpisodeStatistics, FixedShapeAutoresetVectorEnv
+
+from .conftest import MODES, ScriptedVectorEnv, scripted_env
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked"])
+def test_non_persistent_modes_publish_fresh_term_infos(mode: str) -> None:
+    """A reference to ``info["episode"]`` kept by the user is not overwritten by the next step."""
+    env = FixedShapeAutoresetVectorEnv(
+        scripted_env(4, 40, p_done=0.5), reset_terms={"ep": EpisodeStatistics()}, **MODES[mode]
+    )
+    env.reset(seed=0)
+    a = torch.ones(4, 3)
+    kept = []
+    for _ in range(10):
+        *_, info = env.step(a)
+        kept.append((info["episode"]["r"], info["_episode"], info["episode"]["r"].clone(), info["_episode"].clone()))
+    for r, done, r_then, done_then in kept:
+        assert torch.equal(r, r_then) and torch.equal(done, done_then)
+
+
+class _NaNResetEnv(ScriptedVectorEnv):
+    """Resets row 1 to NaN from its second episode on (a broken initial-state sampler)."""
+
+    supports_reset_selection = True  # reset is overridden with masked writes: re-declared (the MRO rule)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[torch.Tensor, dict]:
+        _, info = super().reset(seed=seed, options=options)
+        bad = (self.episode >= 1) & (torch.arange(self.num_envs) == 1)
+        self.pos.copy_(torch.where(bad.unsqueeze(1), float("nan"), self.pos))
+        return self._obs(), info
+
+
+def _nan_reset_env() -> _NaNResetEnv:
+    term = torch.zeros(20, 3, dtype=torch.bool)
+    term[2] = True  # every row ends at step 2; row 1's next episode starts with NaN
+    return _NaNResetEnv(3, term, torch.zeros_like(term))
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+def test_nan_in_autoreset_observations_is_reported_on_every_path(mode: str) -> None:
+    env = FixedShapeAutoresetVectorEnv(_nan_reset_env(), **{**MODES[mode], "validation_poll_interval": 1000})
+    env.reset(seed=0)
+    a = torch.zeros(3, 3)
+    with pytest.raises(DeferredValidationError, match=r"finite_reset_obs: .*\(first failed at step 2, row 1\)"):
+        for _ in range(4):
+            env.step(a)
+        env.poll_finite_validation()
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked"])
+def test_nan_from_an_explicit_reset_is_reported(mode: str) -> None:
+    env = FixedShapeAutoresetVectorEnv(_nan_reset_env(), **MODES[mode])
+    env.reset(seed=0)
+    if mode == "selected":  # checked at once: the host reads every step there anyway
+        with pytest.raises(DeferredValidationError, match=r"finite_reset_obs.*row 1\)"):
+            env.reset(options={"reset_mask": [1]})
+    else:
+        env.reset(options={"reset_mask": [1]})
+        with pytest.raises(
+            DeferredValidationError,
+            match=r"finite_reset_obs.*row 1\)[\s\S]*before the first step|"
+            r"before the first step[\s\S]*finite_reset_obs.*row 1\)",
+        ):
+            env.poll_finite_validation()
+
+
+def test_nan_step_observations_name_their_rows() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(5, 10, p_done=0.0), **MODES["masked"])
+    env.reset(seed=0)
+    a = torch.zeros(5, 3)
+    a[3, 0] = float("inf")  # the env adds the action to the position: row 3's obs turn inf
+    env.step(a)
+    with pytest.raises(DeferredValidationError) as err:
+        env.poll_finite_validation()
+    text = str(err.value)
+    assert "finite_actions" in text and "row 3)" in text and "between steps 0 and 0" in text
