@@ -109,7 +109,7 @@ def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be None or a non-negative int, got {seed!r}")
+        raise ValueError(f"`seed` must be an int or None (non-negative, as in Gymnasium), got {seed!r}")
     return int(seed)
 
 

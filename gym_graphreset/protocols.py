@@ -157,10 +157,16 @@ class CheckSink(Protocol):
     """Where checks go: the wrapper's :class:`~gym_graphreset.validation.ValidationLatch`."""
 
     def require(self, ok: torch.Tensor, name: str, message: str) -> None:
-        """Latch ``ok.all()`` under ``name`` (no host read)."""
+        """Latch ``ok.all()`` under ``name`` (no host read); an ``ok`` with a first dim names failing rows."""
 
-    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
-        """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor at once (no host read)."""
+    def require_many(
+        self,
+        ok: torch.Tensor,
+        names: tuple[str, ...],
+        messages: tuple[str, ...],
+        bad_rows: torch.Tensor | None = None,
+    ) -> None:
+        """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor at once; ``bad_rows`` ``(num_envs, k)``."""
 
 
 @runtime_checkable

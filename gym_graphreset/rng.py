@@ -136,7 +136,7 @@ def fold_seed(seed: Any) -> int:
     maps to one key and no seed is refused for its size.
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be None or a non-negative int, got {seed!r}")
+        raise ValueError(f"`seed` must be an int or None (non-negative, as in Gymnasium), got {seed!r}")
     seed, key = int(seed), 0
     while seed:
         key ^= seed & _MASK63

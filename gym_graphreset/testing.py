@@ -211,64 +211,61 @@ def assert_no_host_reads(fn: Callable[[], Any]) -> None:
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
     """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned.
 
-    Each record maps a path (``("obs",)``, ``("info", "episode", "r")``...) to a tensor. An info entry
-    ``k`` that comes with a bool mask ``_k`` is kept on the mask's rows only (elsewhere it is
-    unspecified), and a masked entry absent on a step is recorded as an all-False mask.
+    Each record maps ``"obs"``, ``"reward"``, ``"terminated"``, ``"truncated"`` and every info key to
+    ``{leaf path: tensor}`` (``()`` for a plain tensor). An info entry ``k`` that comes with a bool mask
+    ``_k`` (``final_obs``, ``episode``...) is kept on the mask's rows only: elsewhere it is unspecified.
     """
     obs, info = env.reset(seed=seed)
-    records: list[dict[str, Any]] = [_record({"obs": obs}, info, env.num_envs)]
+    records: list[dict[str, Any]] = [_record({"obs": obs}, info)]
     for a in actions:
         obs, reward, terminated, truncated, info = env.step(a)
-        out = {"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}
-        records.append(_record(out, info, env.num_envs))
+        records.append(_record({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}, info))
     return records
 
 
-def _record(out: dict[str, Any], info: dict[str, Any], num_envs: int) -> dict[Any, torch.Tensor]:
-    rec = {("step", *p): v.detach().cpu().clone() for p, v in tree_leaves(out)}
-    masks = {k[1:]: v for k, v in info.items() if k.startswith("_") and isinstance(v, torch.Tensor)}
+def _record(out: dict[str, Any], info: dict[str, Any]) -> dict[str, dict[Any, torch.Tensor]]:
+    rec = {key: _host(value) for key, value in out.items()}
     for key, value in info.items():
-        if key.startswith("_") and key[1:] in info:
-            continue  # a mask: recorded with its entry
-        mask = masks.get(key)
-        for path, leaf in tree_leaves(value, ("info", key)):
-            if not isinstance(leaf, torch.Tensor):
-                continue
-            rec[path] = (leaf[mask] if mask is not None else leaf).detach().cpu().clone()
-        if mask is not None:
-            rec[("info", f"_{key}")] = mask.detach().cpu().clone()
+        mask = info.get(f"_{key}") if not key.startswith("_") else None
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool:
+            rec[key] = {p: v[mask].detach().cpu().clone() for p, v in tree_leaves(value)}
+        else:
+            rec[key] = _host(value)
     return rec
 
 
-def _absent_means_empty(key: tuple[Any, ...], present: dict[Any, torch.Tensor]) -> bool:
+def _host(tree: Any) -> dict[Any, torch.Tensor]:
+    return {p: v.detach().cpu().clone() for p, v in tree_leaves(tree)}
+
+
+def _absent_means_empty(key: str, present: dict[str, dict[Any, torch.Tensor]]) -> bool:
     """Whether a masked info entry (or its mask) missing from one run is all-False in the other.
 
     Gymnasium adds ``final_obs`` / ``episode`` keys only on steps that need them; fixed-key paths publish
     them with an all-False mask. Both say the same thing.
     """
-    if key[0] != "info":
-        return False
-    head = str(key[1])
-    mask = present.get(key if head.startswith("_") else ("info", f"_{head}"))
+    mask = present.get(key if key.startswith("_") else f"_{key}", {}).get(())
     return mask is not None and not bool(mask.any())
 
 
-def _compare(a: list[dict[Any, torch.Tensor]], b: list[dict[Any, torch.Tensor]], what: str, atol: float) -> None:
+def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
     if len(a) != len(b):
         raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
     for t, (x, y) in enumerate(zip(a, b, strict=True)):
-        for key in sorted(set(x) | set(y), key=str):
-            name = "".join(f"[{k!r}]" for k in key[1:])
+        for key in list(dict.fromkeys([*x, *y])):
             if key not in x or key not in y:
                 if not _absent_means_empty(key, x if key in x else y):
-                    raise AssertionError(f"{what}: {key[0]}{name} is returned by one run only (step {t})")
+                    raise AssertionError(f"{what}: {key} is returned by one run only (step {t})")
                 continue
-            u, v = x[key], y[key]
-            same = u.shape == v.shape and (
-                torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
-            )
-            if not same:
-                raise AssertionError(f"{what}: {key[0]}{name} differs at step {t}")
+            if x[key].keys() != y[key].keys():
+                raise AssertionError(f"{what}: {key} has leaves {list(x[key])} vs {list(y[key])} at step {t}")
+            for leaf in x[key]:
+                u, v = x[key][leaf], y[key][leaf]
+                same = u.shape == v.shape and (
+                    torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
+                )
+                if not same:
+                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}")
 
 
 def assert_masked_matches_selected(

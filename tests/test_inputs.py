@@ -149,8 +149,16 @@ def test_cpu_0_is_the_cpu() -> None:
 # ---------------------------------------------------------------- reset: refused, and nothing changed
 
 BAD_RESETS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
-    "negative seed": ({"seed": -1}, ValueError, "`seed` must be None or a non-negative int, got -1"),
-    "string seed": ({"seed": "1"}, ValueError, "`seed` must be None or a non-negative int, got '1'"),
+    "negative seed": (
+        {"seed": -1},
+        ValueError,
+        "`seed` must be an int or None (non-negative, as in Gymnasium), got -1",
+    ),
+    "string seed": (
+        {"seed": "1"},
+        ValueError,
+        "`seed` must be an int or None (non-negative, as in Gymnasium), got '1'",
+    ),
     "options not a dict": ({"options": "all"}, TypeError, "`options` must be a dict or None, got str"),
     "ids out of range": ({"options": {"reset_mask": [0, 5]}}, ValueError, "env ids must lie in [0, 4), got [5]"),
     "negative ids": ({"options": {"reset_mask": [-1]}}, ValueError, "env ids must lie in [0, 4), got [-1]"),

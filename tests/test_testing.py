@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, reset_selection_capable
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import (
     assert_masked_matches_selected,
@@ -80,3 +80,35 @@ def test_statistical_check_refuses_too_few_episodes() -> None:
 )
 def test_ks_statistic(a: list[float], b: list[float], expected: float) -> None:
     assert ks_statistic(torch.tensor(a), torch.tensor(b)) == pytest.approx(expected)
+
+
+@reset_selection_capable
+class _PathDependentInfo:
+    """Publishes how often ``reset`` was called: once per done step on the selected path, every step on the
+    masked one. Its info differs between paths while obs, reward and flags agree: the harness must see it."""
+
+    def __init__(self) -> None:
+        self.calls = torch.zeros(8)
+
+    def reset(self, env_ids) -> None:
+        self.calls.add_(1)
+
+    def info(self) -> dict:
+        return {"reset_calls": {"count": self.calls}}
+
+
+def test_fails_a_term_whose_info_differs_between_paths() -> None:
+    def factory(flags):
+        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8), reset_terms={"calls": _PathDependentInfo()}, **flags)
+
+    with pytest.raises(AssertionError, match=r"masked vs selected: reset_calls\['count'\] differs at step 1"):
+        assert_masked_matches_selected(factory, ACTIONS)
+
+
+def test_masked_entries_compared_on_their_rows_only() -> None:
+    """``final_obs`` is published every step on the masked path, on done steps on the selected one: equal."""
+    records = rollout(FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, max_episode_steps=5)), ACTIONS[:6])
+    assert "final_obs" not in records[1] and "final_obs" in records[5]
+    assert_masked_matches_selected(
+        lambda flags: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, max_episode_steps=5), **flags), ACTIONS
+    )
