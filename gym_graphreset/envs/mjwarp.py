@@ -76,6 +76,25 @@ class MJWarpVectorEnv(VectorEnv):
             :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
             ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
         render_mode: Unsupported; must be ``None``.
+
+    Attributes:
+        m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
+        d: The MuJoCo Warp data (``mujoco_warp.Data``) of all worlds.
+        qpos: ``(nworld, nq)`` float32, zero-copy torch view of ``d.qpos``.
+        qvel: ``(nworld, nv)`` float32, view of ``d.qvel``.
+        ctrl: ``(nworld, nu)`` float32, view of ``d.ctrl`` (the step writes the actions here).
+        xpos: ``(nworld, nbody, 3)``; ``xipos``: ``(nworld, nbody, 3)``; ``site_xpos``: ``(nworld, nsite, 3)``.
+        cinert: ``(nworld, nbody, 10)``; ``cvel``: ``(nworld, nbody, 6)``; ``cfrc_ext``: ``(nworld, nbody, 6)``.
+        qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
+        overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
+        overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (a reset clears ``overflow``).
+        elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
+        keys: The counter-RNG keys (:class:`~gym_graphreset.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
+            ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
+        init_qpos: ``(nq,)`` float32 (``qpos0``); ``init_qvel``: ``(nv,)`` float32 zeros.
+        reset_strategy: :class:`~gym_graphreset.envs.mjwarp_reset.KernelReset` (one fused kernel) or
+            :class:`~gym_graphreset.envs.mjwarp_reset.ReferenceReset` (``reset_data`` + torch draws).
+        runtime: :class:`~gym_graphreset.envs.warp_runtime.WarpRuntime`: the shared stream, cached warp graphs.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from gym_graphreset.envs.mjwarp import MJWarpVectorEnv, healthy_range
+from gym_graphreset.envs.mjwarp import healthy_range
+from gym_graphreset.envs.mujoco_3d import AntEnv, HumanoidEnv
+from gym_graphreset.envs.mujoco_base import LocomotionEnv, gymnasium_asset, sq_sum
 from gym_graphreset.rng import bits_to_uniform, counter_bits
 from gym_graphreset.validation import finite_rows
 
@@ -36,42 +37,7 @@ __all__ = [
 ]
 
 
-def gymnasium_asset(name: str) -> Path:
-    """Path of an XML asset shipped inside the installed ``gymnasium`` package."""
-    import gymnasium.envs.mujoco
-
-    path = Path(gymnasium.envs.mujoco.__file__).parent / "assets" / name
-    if not path.exists():
-        raise FileNotFoundError(f"gymnasium ships no MuJoCo asset {name!r} (looked at {path})")
-    return path
-
-
-def _sq_sum(x: torch.Tensor) -> torch.Tensor:
-    return x.square().flatten(1).sum(dim=1)
-
-
-class _LocomotionEnv(MJWarpVectorEnv):
-    """Shared pieces: forward reward from the change of :meth:`_progress`, control cost, healthy bonus."""
-
-    xml_file = ""
-    refresh = "none"  # qpos/qvel observations need no derived field after a reset
-    default_frame_skip = 5
-
-    def __init__(
-        self, num_envs: int, *, xml_file: str | None = None, frame_skip: int | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(
-            gymnasium_asset(xml_file or self.xml_file),
-            num_envs,
-            frame_skip=self.default_frame_skip if frame_skip is None else frame_skip,
-            **kwargs,
-        )
-
-    def _forward_velocity(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
-        return (after[:, 0] - before[:, 0]) / self.dt
-
-
-class InvertedPendulumEnv(_LocomotionEnv):
+class InvertedPendulumEnv(LocomotionEnv):
     """InvertedPendulum-v5: reward 1 while |pole angle| <= 0.2."""
 
     xml_file = "inverted_pendulum.xml"
@@ -90,7 +56,7 @@ class InvertedPendulumEnv(_LocomotionEnv):
         return (~terminated).float(), terminated
 
 
-class InvertedDoublePendulumEnv(_LocomotionEnv):
+class InvertedDoublePendulumEnv(LocomotionEnv):
     """InvertedDoublePendulum-v5: alive bonus minus distance and velocity penalties; ends when y <= 1."""
 
     xml_file = "inverted_double_pendulum.xml"
@@ -126,7 +92,7 @@ class InvertedDoublePendulumEnv(_LocomotionEnv):
         return alive - dist_penalty - vel_penalty, terminated
 
 
-class HalfCheetahEnv(_LocomotionEnv):
+class HalfCheetahEnv(LocomotionEnv):
     """HalfCheetah-v5: forward velocity minus control cost; never terminates."""
 
     xml_file = "half_cheetah.xml"
@@ -153,11 +119,11 @@ class HalfCheetahEnv(_LocomotionEnv):
 
     def _reward_terminated(self, before, after, action):
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
-        reward = reward - self.ctrl_cost_weight * _sq_sum(action)
+        reward = reward - self.ctrl_cost_weight * sq_sum(action)
         return reward, torch.zeros_like(reward, dtype=torch.bool)
 
 
-class _PlanarHealthyEnv(_LocomotionEnv):
+class _PlanarHealthyEnv(LocomotionEnv):
     """Hopper and Walker2d: healthy bonus, control cost, termination when unhealthy; clipped qvel."""
 
     healthy_z_range: tuple[float, float] = (0.0, math.inf)
@@ -203,7 +169,7 @@ class _PlanarHealthyEnv(_LocomotionEnv):
     def _reward_terminated(self, before, after, action):
         healthy = self.is_healthy()
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
-        reward = reward + self.healthy_reward * healthy.float() - self.ctrl_cost_weight * _sq_sum(action)
+        reward = reward + self.healthy_reward * healthy.float() - self.ctrl_cost_weight * sq_sum(action)
         terminated = ~healthy if self.terminate_when_unhealthy else torch.zeros_like(healthy)
         return reward, terminated
 
@@ -227,7 +193,7 @@ class Walker2dEnv(_PlanarHealthyEnv):
     healthy_angle_range = (-1.0, 1.0)
 
 
-class ReacherEnv(_LocomotionEnv):
+class ReacherEnv(LocomotionEnv):
     """Reacher-v5: a two-link arm reaching a random target; never terminates, truncates at 50 steps.
 
     The target is drawn uniformly in the disk of radius 0.2, as Gymnasium's rejection sampling from the
@@ -288,11 +254,11 @@ class ReacherEnv(_LocomotionEnv):
 
     def _reward_terminated(self, before, after, action):
         dist = self._fingertip_to_target().norm(dim=1)
-        reward = -self.reward_dist_weight * dist - self.reward_control_weight * _sq_sum(action)
+        reward = -self.reward_dist_weight * dist - self.reward_control_weight * sq_sum(action)
         return reward, torch.zeros_like(dist, dtype=torch.bool)
 
 
-class SwimmerEnv(_LocomotionEnv):
+class SwimmerEnv(LocomotionEnv):
     """Swimmer-v5: forward velocity minus a small control cost; never terminates."""
 
     xml_file = "swimmer.xml"
@@ -322,162 +288,11 @@ class SwimmerEnv(_LocomotionEnv):
 
     def _reward_terminated(self, before, after, action):
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
-        reward = reward - self.ctrl_cost_weight * _sq_sum(action)
+        reward = reward - self.ctrl_cost_weight * sq_sum(action)
         return reward, torch.zeros_like(reward, dtype=torch.bool)
 
 
-class AntEnv(_LocomotionEnv):
-    """Ant-v5: forward velocity of the torso + healthy bonus - control and contact costs."""
-
-    xml_file = "ant.xml"
-    qvel_noise = "normal"
-    needs_cfrc_ext = True
-    refresh = "kinematics"  # the torso's xpos is the forward progress
-
-    def __init__(
-        self,
-        num_envs: int,
-        *,
-        forward_reward_weight: float = 1.0,
-        ctrl_cost_weight: float = 0.5,
-        contact_cost_weight: float = 5e-4,
-        healthy_reward: float = 1.0,
-        main_body: int = 1,
-        terminate_when_unhealthy: bool = True,
-        healthy_z_range: tuple[float, float] = (0.2, 1.0),
-        contact_force_range: tuple[float, float] = (-1.0, 1.0),
-        reset_noise_scale: float = 0.1,
-        exclude_current_positions_from_observation: bool = True,
-        include_cfrc_ext_in_observation: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.contact_cost_weight = contact_cost_weight
-        self.healthy_reward = healthy_reward
-        self.main_body = main_body
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = healthy_z_range
-        self.contact_force_range = contact_force_range
-        self.reset_noise_scale = reset_noise_scale
-        self._skip = 2 if exclude_current_positions_from_observation else 0
-        self._cfrc = include_cfrc_ext_in_observation
-        super().__init__(num_envs, nconmax=kwargs.pop("nconmax", 64), njmax=kwargs.pop("njmax", 192), **kwargs)
-
-    def _progress(self) -> torch.Tensor:
-        return self.xpos[:, self.main_body, :2].clone()
-
-    def _contact_forces(self) -> torch.Tensor:
-        return self.cfrc_ext.clamp(*self.contact_force_range)
-
-    def _observe(self) -> torch.Tensor:
-        parts = [self.qpos[:, self._skip :], self.qvel]
-        if self._cfrc:
-            parts.append(self._contact_forces()[:, 1:].flatten(1))
-        return torch.cat(parts, dim=1)
-
-    def _reward_terminated(self, before, after, action):
-        state_finite = finite_rows(self.qpos) & finite_rows(self.qvel)
-        healthy = (
-            state_finite & (self.qpos[:, 2] >= self.healthy_z_range[0]) & (self.qpos[:, 2] <= self.healthy_z_range[1])
-        )
-        reward = self.forward_reward_weight * self._forward_velocity(before, after)
-        reward = reward + self.healthy_reward * healthy.float()
-        reward = reward - self.ctrl_cost_weight * _sq_sum(action)
-        reward = reward - self.contact_cost_weight * _sq_sum(self._contact_forces())
-        terminated = ~healthy if self.terminate_when_unhealthy else torch.zeros_like(healthy)
-        return reward, terminated
-
-
-def _newton_solver(mjm: Any) -> None:
-    import mujoco
-
-    mjm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
-
-
-class HumanoidEnv(_LocomotionEnv):
-    """Humanoid-v5: center-of-mass forward velocity + healthy bonus - control and contact costs.
-
-    Gymnasium's ``humanoid.xml`` asks for the PGS solver, which MuJoCo Warp rejects; this env switches
-    the model to the Newton solver (MuJoCo's default) and changes nothing else. Trajectories therefore
-    differ slightly from Gymnasium's PGS ones (same constraints, different solver path).
-    """
-
-    xml_file = "humanoid.xml"
-    needs_cfrc_ext = True
-    refresh = "com"  # cinert and cvel are observed
-
-    def __init__(
-        self,
-        num_envs: int,
-        *,
-        forward_reward_weight: float = 1.25,
-        ctrl_cost_weight: float = 0.1,
-        contact_cost_weight: float = 5e-7,
-        contact_cost_range: tuple[float, float] = (-math.inf, 10.0),
-        healthy_reward: float = 5.0,
-        terminate_when_unhealthy: bool = True,
-        healthy_z_range: tuple[float, float] = (1.0, 2.0),
-        reset_noise_scale: float = 1e-2,
-        exclude_current_positions_from_observation: bool = True,
-        include_cinert_in_observation: bool = True,
-        include_cvel_in_observation: bool = True,
-        include_qfrc_actuator_in_observation: bool = True,
-        include_cfrc_ext_in_observation: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        self.forward_reward_weight = forward_reward_weight
-        self.ctrl_cost_weight = ctrl_cost_weight
-        self.contact_cost_weight = contact_cost_weight
-        self.contact_cost_range = contact_cost_range
-        self.healthy_reward = healthy_reward
-        self.terminate_when_unhealthy = terminate_when_unhealthy
-        self.healthy_z_range = healthy_z_range
-        self.reset_noise_scale = reset_noise_scale
-        self._skip = 2 if exclude_current_positions_from_observation else 0
-        self._include = (
-            include_cinert_in_observation,
-            include_cvel_in_observation,
-            include_qfrc_actuator_in_observation,
-            include_cfrc_ext_in_observation,
-        )
-        edits = kwargs.pop("model_edits", None)
-
-        def model_edits(mjm: Any) -> None:
-            _newton_solver(mjm)
-            if edits is not None:
-                edits(mjm)
-
-        super().__init__(
-            num_envs,
-            nconmax=kwargs.pop("nconmax", 64),
-            njmax=kwargs.pop("njmax", 256),
-            model_edits=model_edits,
-            **kwargs,
-        )
-
-    def _progress(self) -> torch.Tensor:
-        com = (self.body_mass.view(1, -1, 1) * self.xipos).sum(dim=1) / self.body_mass.sum()
-        return com[:, :2]
-
-    def _observe(self) -> torch.Tensor:
-        parts = [self.qpos[:, self._skip :], self.qvel]
-        extra = (self.cinert[:, 1:], self.cvel[:, 1:], self.qfrc_actuator[:, 6:], self.cfrc_ext[:, 1:])
-        parts += [x.flatten(1) for x, keep in zip(extra, self._include, strict=True) if keep]
-        return torch.cat(parts, dim=1)
-
-    def _reward_terminated(self, before, after, action):
-        healthy = healthy_range(self.qpos[:, 2], *self.healthy_z_range)
-        reward = self.forward_reward_weight * self._forward_velocity(before, after)
-        reward = reward + self.healthy_reward * healthy.float()
-        reward = reward - self.ctrl_cost_weight * _sq_sum(self.ctrl)
-        contact = (self.contact_cost_weight * _sq_sum(self.cfrc_ext)).clamp(*self.contact_cost_range)
-        reward = reward - contact
-        terminated = ~healthy if self.terminate_when_unhealthy else torch.zeros_like(healthy)
-        return reward, terminated
-
-
-TASKS: dict[str, type[_LocomotionEnv]] = {
+TASKS: dict[str, type[LocomotionEnv]] = {
     "InvertedPendulum-v5": InvertedPendulumEnv,
     "InvertedDoublePendulum-v5": InvertedDoublePendulumEnv,
     "HalfCheetah-v5": HalfCheetahEnv,
