@@ -19,6 +19,7 @@ from gym_graphreset.selection import resolve_reset_mask
 
 __all__ = [
     "action_bounds",
+    "check_fixed_shape_spaces",
     "check_device",
     "check_positive_int",
     "check_actions",
@@ -179,3 +180,31 @@ def check_device(device: Any) -> torch.device:
     if index >= torch.cuda.device_count():
         raise ValueError(f"`device` is {device!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
     return torch.device("cuda", index)
+
+
+_VARIABLE_SHAPE = (gym.spaces.Sequence, gym.spaces.Text, gym.spaces.Graph, gym.spaces.OneOf)
+
+
+def _variable_parts(space: gym.Space, path: str) -> list[str]:
+    if isinstance(space, _VARIABLE_SHAPE):
+        return [f"{path or 'the space'} is {type(space).__name__}"]
+    if isinstance(space, gym.spaces.Dict):
+        return [p for k, sub in space.spaces.items() for p in _variable_parts(sub, f"{path}[{k!r}]")]
+    if isinstance(space, gym.spaces.Tuple):
+        return [p for i, sub in enumerate(space.spaces) for p in _variable_parts(sub, f"{path}[{i}]")]
+    return []
+
+
+def check_fixed_shape_spaces(env: Any) -> None:
+    """Refuse variable-shape spaces (Sequence, Text, Graph, OneOf, also nested in Dict/Tuple), by name.
+
+    The wrapper holds every row in fixed-shape tensors and resets rows with masked writes: a row whose
+    observation has no fixed shape cannot be written that way (on any path).
+    """
+    for what, space in (("observation", env.single_observation_space), ("action", env.single_action_space)):
+        parts = _variable_parts(space, "")
+        if parts:
+            raise ValueError(
+                f"the {what} space {space} has no fixed shape ({'; '.join(parts)}): this is a fixed-shape wrapper "
+                "(Box, Discrete, MultiDiscrete, MultiBinary, and Dict/Tuple of them are accepted)"
+            )

@@ -10,9 +10,10 @@ output:
   with no host read; with persistent buffers it writes fixed carriers, and its reset body runs through
   a runner (eager, or a captured graph in the ``"reset"`` scope).
 
-Both publish every term's info on every step (fixed keys); ``final_obs`` / ``_final_obs`` come every
-step on the masked path and, as from Gymnasium's ``SyncVectorEnv``, on steps where a row ended on the
-selected-row path.
+Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
+(``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
+:func:`same_step_info`): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
+steps where a row ended on the selected-row path.
 """
 
 from __future__ import annotations
@@ -48,6 +49,56 @@ def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor) 
             latch.require(ok, "finite_reset_obs", "a reset produced NaN or inf observations")
 
 
+def same_step_info(step_info: dict[str, Any], reset_info: dict[str, Any], done: torch.Tensor) -> dict[str, Any]:
+    """Gymnasium's ``SAME_STEP`` info of a step whose ``done`` rows were just reset (fixed shapes, no host read).
+
+    - ``final_info`` is the step's own info (what the finished episodes' last step said), each key masked
+      to the done rows (``final_info["_k"]``), and ``_final_info`` the done mask;
+    - the reset's info is merged in on the reset rows: a key ``k`` it returned (on the rows of its mask
+      ``_k``, or every reset row) replaces the step's value there, and ``_k`` says which rows hold a value;
+    - a step key that comes with a mask ``_k`` (Gymnasium-style per-env infos) is cleared from the reset
+      rows' mask, as Gymnasium's ``SyncVectorEnv`` reports only the reset's info for them. Keys without a
+      mask (a torch env's full-width values) keep the step's values.
+    """
+    info = dict(step_info)
+    for key in step_info:
+        mask_key = f"_{key}"
+        if not key.startswith("_") and isinstance(step_info.get(mask_key), torch.Tensor):
+            info[mask_key] = step_info[mask_key] & ~done
+    for key, value in reset_info.items():
+        if key.startswith("_"):
+            continue
+        given = reset_info.get(f"_{key}")
+        rows = done if not isinstance(given, torch.Tensor) else given & done
+        if key in info and _same_layout(info[key], value):
+            info[key] = tree_where(rows, value, info[key])
+            if isinstance(info.get(f"_{key}"), torch.Tensor):
+                info[f"_{key}"] = info[f"_{key}"] | rows
+        else:
+            info[key], info[f"_{key}"] = value, rows
+    info["final_info"], info["_final_info"] = _on_rows(step_info, done), done
+    return info
+
+
+def _on_rows(info: dict[str, Any], rows: torch.Tensor) -> dict[str, Any]:
+    """``info`` valid on ``rows`` only: every key ``k`` gets (or narrows) its mask ``_k``; nested dicts too."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            continue
+        out[key] = _on_rows(value, rows) if isinstance(value, dict) else value
+        given = info.get(f"_{key}")
+        out[f"_{key}"] = given & rows if isinstance(given, torch.Tensor) else rows
+    return out
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    la, lb = list(tree_leaves(a)), list(tree_leaves(b))
+    return len(la) == len(lb) > 0 and all(
+        pa == pb and ta.shape == tb.shape and ta.dtype == tb.dtype for (pa, ta), (pb, tb) in zip(la, lb, strict=True)
+    )
+
+
 def _fresh(tree: Any) -> Any:
     return tree_map(torch.clone, tree)
 
@@ -65,6 +116,8 @@ class _Path:
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers a graph writes (declared: they sit in a store, deeper than attributes)."""
         carriers = [] if self.carriers is None else list(self.carriers.buffers())
+        if isinstance(self, MaskedPath):
+            carriers += self.reset_info_store.buffers()
         return carriers + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
 
     def term_infos(self, info: dict[str, Any]) -> None:
@@ -107,9 +160,10 @@ class SelectedRowPath(_Path):
             env_ids = done.nonzero().flatten()  # host read: the classic row ids
             if not self.inner_resets:
                 final_obs = tree_where(done, obs, obs)  # a copy the inner reset cannot alias
-                reset_obs, _ = self.env.reset(options={"reset_mask": done})
+                reset_obs, reset_info = self.env.reset(options={"reset_mask": done})
                 check_reset_obs(self.latch, reset_obs, done)
                 obs = tree_where(done, reset_obs, final_obs)
+                info = same_step_info(info, reset_info, done)
                 info["final_obs"], info["_final_obs"] = final_obs, done  # Gymnasium: only when a row ended
             self.terms_reset(env_ids)
         self.term_infos(info)  # every step, like the masked path
@@ -145,6 +199,7 @@ class MaskedPath(_Path):
         self.latch = latch
         self.selection = selection
         self.run_reset = run_reset  # obs_carrier: written whole by the reset body, never copied in
+        self.reset_info_store = TensorStore()
         self._c: dict[str, Any] = {}
 
     def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
@@ -170,12 +225,13 @@ class MaskedPath(_Path):
             c["obs"] = self._c["obs"] = self.obs_carrier
             self._c.update(c)
             self.run_reset(self._reset_carriers)
-            obs, final_obs = c["obs"], c["final_obs"]
+            obs, final_obs, reset_info = c["obs"], c["final_obs"], self._c.get("reset_info", {})
             reward, terminated, truncated, done = c["reward"], c["terminated"], c["truncated"], c["done"]
         else:
             reward, terminated, truncated, done = step.reward, step.terminated, step.truncated, step.done
             final_obs = tree_where(done, step.obs, step.obs)  # a copy the inner reset cannot alias
-            obs = self.masked_reset(final_obs, done)
+            obs, reset_info = self.masked_reset(final_obs, done)
+        info = same_step_info(info, reset_info, done)  # every step: fixed keys
         info["final_obs"], info["_final_obs"] = final_obs, done
         self.term_infos(info)
         return obs, reward, terminated, truncated, info
@@ -188,16 +244,19 @@ class MaskedPath(_Path):
         return self.obs_carrier
 
     def _reset_carriers(self) -> None:
-        tree_copy_(self._c["obs"], self.masked_reset(self._c["final_obs"], self._c["done"]))
+        obs, reset_info = self.masked_reset(self._c["final_obs"], self._c["done"])
+        tree_copy_(self._c["obs"], obs)
+        if reset_info:
+            self._c["reset_info"] = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
 
-    def masked_reset(self, step_obs: Any, done: torch.Tensor) -> Any:
+    def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
         """The masked reset body: inner env, then terms, over the full width (no host read)."""
         with self.latch.batch():  # latched inside this body (its own graph in the reset scope)
             self.selection.mask.copy_(done)
-            reset_obs, _ = self.env.reset(options={"reset_mask": self.selection})
+            reset_obs, reset_info = self.env.reset(options={"reset_mask": self.selection})
             self.terms_reset(self.selection)
             check_reset_obs(self.latch, reset_obs, done)
-            return tree_where(done, reset_obs, step_obs)
+            return tree_where(done, reset_obs, step_obs), reset_info
 
 
 class StepBody:

@@ -31,6 +31,7 @@ from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.inputs import (
     action_bounds,
     check_actions,
+    check_fixed_shape_spaces,
     check_process_group,
     check_reset_options,
     check_reset_terms,
@@ -108,6 +109,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         terms = check_reset_terms(reset_terms)
         self.process_group = check_process_group(process_group)
         self.device = env_device(env)
+        check_fixed_shape_spaces(env)
         self.inner_autoreset_mode = _autoreset_mode(env)
         if self.inner_autoreset_mode == AutoresetMode.NEXT_STEP:
             raise ValueError(
