@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -120,3 +121,91 @@ def test_step_async_checks_by_name(actions, message: str) -> None:
     env.reset()
     with pytest.raises(ValueError, match=re.escape(message)):
         env.step_async(actions)
+
+
+# ---------------------------------------------------------------- SB3's generic VecEnv contract, ported
+
+
+class _Tagged(gym.Wrapper):
+    """A sub-env wrapper with an attribute and a method, like the ones SB3's VecEnv tests poke at."""
+
+    def __init__(self, env: gym.Env, tag: int) -> None:
+        super().__init__(env)
+        self.tag = tag
+
+    def double_tag(self, plus: int = 0) -> int:
+        return 2 * self.tag + plus
+
+
+def _sync_backed(n: int = 4) -> SB3VecEnv:
+    from gymnasium.vector import SyncVectorEnv
+    from gymnasium.wrappers.vector import NumpyToTorch
+
+    subs = [lambda i=i: _Tagged(gym.make("CartPole-v1"), i) for i in range(n)]
+    return SB3VecEnv(FixedShapeAutoresetVectorEnv(NumpyToTorch(SyncVectorEnv(subs, autoreset_mode="Disabled"))))
+
+
+def test_attributes_reach_each_sub_env_with_index_semantics() -> None:
+    env = _sync_backed()
+    assert env.get_attr("tag") == [0, 1, 2, 3] and env.get_attr("tag", indices=[1, 3]) == [1, 3]
+    env.set_attr("tag", 9, indices=2)
+    assert env.get_attr("tag") == [0, 1, 9, 3]  # per-index value kept
+    assert env.env_method("double_tag", 1, indices=[0, 2]) == [1, 19]
+    assert env.env_is_wrapped(_Tagged) == [True] * 4
+    assert env.env_is_wrapped(gym.wrappers.TimeLimit) == [True] * 4  # gym.make's own wrapper on the sub-envs
+    assert env.env_is_wrapped(gym.wrappers.ClipAction) == [False] * 4
+
+
+def test_torch_batched_env_refuses_per_index_writes_clearly(cartpole: SB3VecEnv) -> None:
+    with pytest.raises(ValueError, match="set_attr on a subset of indices: .* no per-index sub-envs"):
+        cartpole.set_attr("validation_poll_interval", 8, indices=[1])
+    with pytest.raises(AttributeError, match="no per-index sub-envs.* have no attribute 'no_such_method'"):
+        cartpole.env_method("no_such_method")
+    assert cartpole.get_attr("max_episode_steps") == [6] * 8  # found down the chain, on the inner env
+
+
+def test_render_is_refused_with_a_clear_error(cartpole: SB3VecEnv) -> None:
+    with pytest.raises(NotImplementedError, match="does not render"):
+        cartpole.get_images()
+
+
+def test_set_options_reaches_the_reset() -> None:
+    inner = CartPoleVectorEnv(4)
+    env = SB3VecEnv(FixedShapeAutoresetVectorEnv(inner))
+    env.reset()
+    before = inner.episode.clone()
+    env.set_options({"reset_mask": [False, True, False, True]})
+    env.reset()
+    assert (inner.episode - before).tolist() == [0, 1, 0, 1]
+    env.set_options([{"reset_mask": [True, False, False, False]}, {}, {}, {}])
+    with pytest.raises(ValueError, match="set_options\\(\\) gave different options to different indices"):
+        env.reset()
+
+
+def test_seeding_reproduces_and_differs() -> None:
+    def first_obs(seed: int) -> np.ndarray:
+        env = SB3VecEnv(FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4)))
+        env.seed(seed)
+        return env.reset()
+
+    np.testing.assert_array_equal(first_obs(3), first_obs(3))
+    assert not np.array_equal(first_obs(3), first_obs(4))
+
+
+def test_vec_frame_stack_on_top_keeps_terminal_observations(cartpole: SB3VecEnv) -> None:
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    stacked = VecFrameStack(cartpole, n_stack=3)
+    obs = stacked.reset()
+    assert obs.shape == (8, 12)
+    for t in range(8):
+        obs, _, dones, infos = stacked.step(np.full(8, t % 2))
+        for i in np.flatnonzero(dones):
+            assert infos[i]["terminal_observation"].shape == (12,)
+            np.testing.assert_array_equal(obs[i, :8], 0.0)  # the stack restarts on the new episode
+
+
+def test_step_before_reset_is_refused(cartpole: SB3VecEnv) -> None:
+    """SB3's learn() resets first; a bare step before it is an error, not undefined data (documented)."""
+    with pytest.raises(RuntimeError, match="call reset\\(\\) before step\\(\\)"):
+        cartpole.step(np.zeros(8, dtype=np.int64))

@@ -7,6 +7,12 @@ done rows in numpy, never over tensors). ``infos[i]["terminal_observation"]`` is
 ``final_obs`` row, ``"TimeLimit.truncated"`` is set on rows that were truncated and not terminated, and
 ``"episode"`` (``r``, ``l``, ``t``) feeds SB3's logger when the env has an ``EpisodeStatistics`` term.
 
+Differences from SB3's ``DummyVecEnv``, by design: ``step()`` before ``reset()`` is refused (SB3's
+``learn()`` resets first); ``set_options()`` takes one options dict for every index (the env is one
+batch); ``render()`` is refused with a clear error; on a torch-batched env (no sub-envs) ``set_attr`` /
+``env_method`` act on the batched env and refuse a subset of indices. Behind a Gymnasium ``SyncVectorEnv``
+(numpy envs through ``NumpyToTorch``) the attribute API reaches each index's sub-env, as SB3 does.
+
 Requires ``stable-baselines3`` (extra ``sb3``).
 """
 
@@ -21,6 +27,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from gym_graphreset.inputs import env_device
 
 __all__ = ["SB3VecEnv"]
 
@@ -43,7 +51,7 @@ class SB3VecEnv(VecEnv):
         if not isinstance(env.single_observation_space, gym.spaces.Box):
             raise ValueError(f"SB3VecEnv supports Box observations, got {env.single_observation_space}")
         self.env = env
-        self.device = torch.device(getattr(env, "device", "cpu"))
+        self.device = env_device(env)
         super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)
         self._actions: torch.Tensor | None = None
         self._obs_shape: tuple[int, ...] = tuple(env.single_observation_space.shape or ())
@@ -55,7 +63,8 @@ class SB3VecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         """Reset every env (with the seed set by :meth:`seed`, if any) and return numpy observations."""
         seed = self._seeds[0]
-        obs, _ = self.env.reset(seed=seed)
+        options = self._batched_options()
+        obs, _ = self.env.reset(seed=seed, options=options)
         self._reset_seeds()
         self._reset_options()
         return obs.reshape(self.num_envs, -1).cpu().numpy().reshape(self.num_envs, *self._obs_shape)
@@ -120,34 +129,104 @@ class SB3VecEnv(VecEnv):
     def _indices(self, indices: VecEnvIndices) -> list[int]:
         return list(self._get_indices(indices))
 
+    def _batched_options(self) -> dict[str, Any] | None:
+        """The one options dict of the batched env: SB3 keeps one per index, so they must agree."""
+        given = [o for o in self._options if o]
+        if not given:
+            return None
+        if any(o != given[0] for o in given) or len(given) != self.num_envs:
+            raise ValueError(
+                "set_options() gave different options to different indices, but the batched env takes one "
+                "options dict for all rows: pass one dict (set_options(options)), or a reset_mask inside it"
+            )
+        return dict(given[0])
+
+    def _sub_envs(self) -> list[gym.Env] | None:
+        """The per-index Gymnasium envs of a ``SyncVectorEnv`` at the bottom of the chain, if any."""
+        env: Any = self.env
+        while isinstance(env, gym.vector.VectorWrapper):
+            env = env.env
+        return list(env.envs) if isinstance(env, gym.vector.SyncVectorEnv) else None
+
+    def _batched_attr(self, name: str) -> Any:
+        """An attribute of the batched env: the first member of its wrapper chain that has it."""
+        env: Any = self.env
+        while True:
+            if name in dir(env):
+                return getattr(env, name)
+            if not isinstance(env, gym.vector.VectorWrapper):
+                raise AttributeError(
+                    f"{type(self.env).__name__} (a batched torch env: no per-index sub-envs) and the envs it wraps "
+                    f"have no attribute {name!r}"
+                )
+            env = env.env
+
+    def _all_indices(self, indices: VecEnvIndices, what: str) -> None:
+        if self._indices(indices) != list(range(self.num_envs)):
+            raise ValueError(
+                f"{what} on a subset of indices: {type(self.env).__name__} is one batched env with no per-index "
+                "sub-envs; leave indices=None (it applies to every row)"
+            )
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        """The batched env's attribute, once per requested index (all envs share one object)."""
-        value = getattr(self.env, attr_name)
+        """Per index: the sub-env's attribute (``SyncVectorEnv`` inside), else the batched env's, repeated."""
+        subs = self._sub_envs()
+        if subs is not None:
+            return [subs[i].get_wrapper_attr(attr_name) for i in self._indices(indices)]
+        value = self._batched_attr(attr_name)
         return [value for _ in self._indices(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        """Set an attribute on the batched env (it applies to every index)."""
-        setattr(self.env, attr_name, value)
+        """Set the attribute on each indexed sub-env, or on the batched env (indices must then be all)."""
+        subs = self._sub_envs()
+        if subs is not None:
+            for i in self._indices(indices):
+                subs[i].set_wrapper_attr(attr_name, value)
+            return
+        self._all_indices(indices, "set_attr")
+        env: Any = self.env
+        while attr_name not in dir(env) and isinstance(env, gym.vector.VectorWrapper):
+            env = env.env
+        setattr(env if attr_name in dir(env) else self.env, attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        """Call a method of the batched env once; its result is returned for every requested index."""
-        result = getattr(self.env, method_name)(*method_args, **method_kwargs)
+        """Call the method on each indexed sub-env, or once on the batched env (result repeated per index)."""
+        subs = self._sub_envs()
+        if subs is not None:
+            return [
+                subs[i].get_wrapper_attr(method_name)(*method_args, **method_kwargs) for i in self._indices(indices)
+            ]
+        result = self._batched_attr(method_name)(*method_args, **method_kwargs)
         return [result for _ in self._indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        """Whether any env in the wrapper chain is an instance of ``wrapper_class``."""
+        """Per index: whether the vector chain, or that index's sub-env chain, contains ``wrapper_class``."""
         env: Any = self.env
-        found = False
-        while env is not None and not found:
-            found = isinstance(env, wrapper_class)
-            env = getattr(env, "env", None)
-        return [found for _ in self._indices(indices)]
+        in_chain = False
+        while not in_chain:
+            in_chain = isinstance(env, wrapper_class)
+            if not isinstance(env, (gym.vector.VectorWrapper, gym.Wrapper)):
+                break
+            env = env.env
+        subs = self._sub_envs()
+
+        def wrapped(sub: Any) -> bool:
+            while isinstance(sub, gym.Wrapper):
+                if isinstance(sub, wrapper_class):
+                    return True
+                sub = sub.env
+            return isinstance(sub, wrapper_class)
+
+        return [in_chain or (subs is not None and wrapped(subs[i])) for i in self._indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        """Rendering is not supported."""
-        return [None for _ in range(self.num_envs)]
+        """Refused with a clear error: the batched torch envs of this library do not render."""
+        raise NotImplementedError(
+            f"{type(self.env).__name__} does not render (its envs are built with render_mode=None); "
+            "SB3's VecEnv.render() and video recorders need an env that returns rgb_array frames"
+        )
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Seed the next reset (the batched env derives every row's draws from one seed)."""
