@@ -20,6 +20,7 @@ from gym_graphreset.protocols import (
     EpisodePublisher,
     GeneratorOwner,
     InfoProvider,
+    RewardTransform,
     StepCapturable,
     StepObserver,
     StreamOwner,
@@ -83,6 +84,8 @@ class Participants:
         self.stream_owners: list[StreamOwner] = [m for m in members if isinstance(m, StreamOwner)]
         self.generator_owners: list[GeneratorOwner] = [m for m in members if isinstance(m, GeneratorOwner)]
         self.members = members
+        transforms = [m for _, m in self.chain if isinstance(m, RewardTransform)]
+        self.raw_reward_source: RewardTransform | None = transforms[-1] if transforms else None  # innermost
 
     def with_term(self, name: str, term: Any) -> Participants:
         """A new registry with ``term`` appended (names are unique)."""

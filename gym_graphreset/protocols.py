@@ -54,6 +54,7 @@ __all__ = [
     "GeneratorOwner",
     "InfoProvider",
     "ResetTerm",
+    "RewardTransform",
     "Rows",
     "StepCapturable",
     "StepData",
@@ -80,6 +81,8 @@ class StepData:
         terminated: ``(num_envs,)`` bool.
         truncated: ``(num_envs,)`` bool.
         done: ``terminated | truncated``: the rows reset at the end of this step.
+        raw_reward: The reward before any :class:`RewardTransform` in the chain (normalised, clipped...):
+            the innermost transform's input, or ``reward`` when there is none.
     """
 
     actions: torch.Tensor
@@ -88,6 +91,7 @@ class StepData:
     terminated: torch.Tensor
     truncated: torch.Tensor
     done: torch.Tensor
+    raw_reward: torch.Tensor
 
 
 @runtime_checkable
@@ -103,6 +107,16 @@ class TorchVectorEnv(Protocol):
 
     def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Step every row: ``(obs, reward, terminated, truncated, info)``, full width."""
+
+
+@runtime_checkable
+class RewardTransform(Protocol):
+    """A chain member that changes rewards keeps the reward it was given this step, in place.
+
+    So episode statistics report raw returns wherever they sit (Gymnasium gets that by wrapper order).
+    """
+
+    raw_reward: torch.Tensor
 
 
 @runtime_checkable

@@ -125,7 +125,10 @@ class _Path:
         # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
         for provider in self.parts.info_providers:
             entries = provider.info()
-            info.update(entries if self.carriers is not None else _fresh(entries))
+            entries = entries if self.carriers is not None else _fresh(entries)
+            info.update(entries)
+            if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
+                info["final_info"].update(_on_rows(entries, info["_final_info"]))
 
     def terms_reset(self, rows: Rows) -> None:
         for term in self.parts.terms.values():
@@ -302,7 +305,9 @@ class StepBody:
                 if leaf.dtype.is_floating_point:
                     latch.require(finite_rows(leaf), "finite_obs", "the inner env returned NaN or inf observations")
             latch.require(finite_rows(reward), "finite_reward", "the inner env returned NaN or inf rewards")
-            step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated)
+            source = self.parts.raw_reward_source
+            raw = reward if source is None else source.raw_reward
+            step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated, raw)
             for observer in self.parts.observers:
                 observer.on_step(step)
             for provider in self.parts.check_providers:  # after the observers: checks see this step's state

@@ -7,7 +7,7 @@ of :mod:`gym_graphreset.protocols` (``bind``, ``on_step(step)``, ``info()``, ``c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -24,12 +24,26 @@ class EpisodeStatistics:
     ``info["episode"] = {"r": returns, "l": lengths}`` holds, on rows whose episode ended this step,
     the finished episode's return and length (0 elsewhere); ``info["_episode"]`` is that done mask.
 
+    Returns are **raw** by default: the rewards before any reward-transforming wrapper in the chain
+    (``NormalizeReward``, ``ClipReward``...; :class:`~gym_graphreset.protocols.RewardTransform`), wherever
+    this term sits, so the logged returns are the task's. The entries are also in ``info["final_info"]``,
+    masked to the done rows, where CleanRL's SAME_STEP scripts read them.
+
     Args:
         num_envs: Batch size; taken from the env at ``bind`` when omitted.
         device: Device; taken from the env at ``bind`` when omitted.
+        rewards: ``"raw"`` (default) or ``"wrapped"`` (the rewards the wrapper returns).
     """
 
-    def __init__(self, num_envs: int | None = None, device: torch.device | str | None = None) -> None:
+    def __init__(
+        self,
+        num_envs: int | None = None,
+        device: torch.device | str | None = None,
+        rewards: Literal["raw", "wrapped"] = "raw",
+    ) -> None:
+        if rewards not in ("raw", "wrapped"):
+            raise ValueError(f"`rewards` must be 'raw' or 'wrapped', got {rewards!r}")
+        self.rewards = rewards
         self._allocated = False
         if num_envs is not None:
             self._allocate(num_envs, torch.device(device or "cpu"))
@@ -56,7 +70,7 @@ class EpisodeStatistics:
 
     def on_step(self, step: StepData) -> None:
         """Accumulate this step; publish finished episodes (no host read)."""
-        self.running_return.add_(step.reward.to(torch.float32))
+        self.running_return.add_((step.raw_reward if self.rewards == "raw" else step.reward).to(torch.float32))
         self.running_length.add_(1)
         self.done.copy_(step.done)
         self.episode_return.copy_(torch.where(self.done, self.running_return, 0.0))

@@ -11,6 +11,7 @@ participants in the reset negotiation, and their state is device tensors updated
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,16 @@ from gym_graphreset.protocols import CheckSink
 from gym_graphreset.selection import options_reset_mask
 from gym_graphreset.validation import finite_rows
 
-__all__ = ["ClipAction", "ClipObservation", "NormalizeObservation", "NormalizeReward", "RescaleAction"]
+__all__ = [
+    "ClipAction",
+    "ClipObservation",
+    "ClipReward",
+    "NormalizeObservation",
+    "NormalizeReward",
+    "RescaleAction",
+    "TransformObservation",
+    "TransformReward",
+]
 
 
 def _box(space: spaces.Space, what: str) -> spaces.Box:
@@ -112,7 +122,82 @@ class NormalizeObservation(_TorchVectorWrapper):
         )
 
 
-class NormalizeReward(_TorchVectorWrapper):
+class _RewardWrapper(_TorchVectorWrapper):
+    """Changes rewards; keeps the reward it was given in ``raw_reward`` (a :class:`RewardTransform`)."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.raw_reward = torch.zeros(env.num_envs, dtype=torch.float32, device=self.device)
+
+    def _reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        self.raw_reward.copy_(reward)
+        return self._transform_reward(reward, done)
+
+    def _transform_reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class TransformReward(_RewardWrapper):
+    """Rewards mapped by ``fn`` (a torch function of the ``(num_envs,)`` reward tensor, no host read).
+
+    Args:
+        env: The inner env.
+        fn: E.g. ``lambda r: r.clamp(-10, 10)``; it runs inside a captured step when the step is captured.
+    """
+
+    def __init__(self, env: VectorEnv, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+        super().__init__(env)
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
+        self.fn = fn
+
+    def _transform_reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        return self.fn(reward)
+
+
+class ClipReward(_RewardWrapper):
+    """Rewards clipped to ``[min_reward, max_reward]`` (CleanRL clips normalised rewards to +-10)."""
+
+    def __init__(self, env: VectorEnv, min_reward: float | None = None, max_reward: float | None = None) -> None:
+        super().__init__(env)
+        if min_reward is None and max_reward is None:
+            raise ValueError("ClipReward needs `min_reward` or `max_reward` (both None clips nothing)")
+        if min_reward is not None and max_reward is not None and min_reward > max_reward:
+            raise ValueError(f"`min_reward` must be <= `max_reward`, got {min_reward} and {max_reward}")
+        self.min_reward, self.max_reward = min_reward, max_reward
+
+    def _transform_reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+        return reward.clamp(self.min_reward, self.max_reward)
+
+
+class TransformObservation(_TorchVectorWrapper):
+    """Observations mapped by ``fn`` (a torch function of the batch), with the resulting space.
+
+    Args:
+        env: The inner env.
+        fn: E.g. ``lambda obs: obs.clamp(-10, 10)``; no host read (it may run inside a captured step).
+        single_observation_space: The space of one transformed observation (default: the inner env's).
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        fn: Callable[[torch.Tensor], torch.Tensor],
+        single_observation_space: spaces.Space | None = None,
+    ) -> None:
+        super().__init__(env)
+        if not callable(fn):
+            raise TypeError(f"`fn` must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        if single_observation_space is not None:
+            self.single_observation_space = single_observation_space
+            self.observation_space = batch_space(single_observation_space, env.num_envs)
+
+    def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
+        return self.fn(obs)
+
+
+class NormalizeReward(_RewardWrapper):
     """Rewards divided by the running standard deviation of the discounted return (Gymnasium's rule).
 
     The per-row discounted return restarts on rows whose episode ended, with no host read.
@@ -134,7 +219,7 @@ class NormalizeReward(_TorchVectorWrapper):
         self.returns.masked_fill_(options_reset_mask(options, self._all), 0.0)
         return super().reset(seed=seed, options=options)
 
-    def _reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+    def _transform_reward(self, reward: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
         self.returns.copy_(self.returns * self.gamma + reward.double())
         x = self.returns
         batch_mean, batch_var, n = x.mean(), x.var(unbiased=False), x.shape[0]

@@ -113,3 +113,50 @@ def test_normalize_observation_ignores_non_finite_rows_and_latches_them() -> Non
     env.reset(seed=0)  # and reset() recovers
     obs, *_ = env.step(torch.zeros(4, 3))
     assert torch.isfinite(obs).all()
+
+
+def test_reward_and_observation_transforms_on_every_path() -> None:
+    """CleanRL's transforms: selection-capable, capture-safe, identical on both paths; raw reward kept."""
+    from gym_graphreset.wrappers import ClipReward, TransformObservation, TransformReward
+
+    def stack(p_done: float = 0.2):
+        inner = scripted_env(6, 60, p_done=p_done)
+        return ClipReward(
+            TransformReward(TransformObservation(inner, lambda o: o.clamp(-0.5, 0.5)), lambda r: 3 * r), -1, 1
+        )
+
+    env = FixedShapeAutoresetVectorEnv(stack(p_done=0.0), **MODES["masked"])
+    assert env.reset_selection_blockers() == [] and env.step_capture_blockers() == []
+    env.reset(seed=0)
+    scripted = env.env.env.env.env
+    obs, reward, *_ = env.step(torch.full((6, 3), 0.3))
+    paid = scripted.pos.sum(dim=1)  # no row ends: this state is the one that paid
+    assert obs.abs().max() <= 0.5 and reward.abs().max() <= 1
+    clip, transform = env.env, env.env.env
+    torch.testing.assert_close(transform.raw_reward, paid)  # each keeps the reward it was given
+    torch.testing.assert_close(clip.raw_reward, 3 * paid)
+    torch.testing.assert_close(reward, (3 * paid).clamp(-1, 1))
+    gen = torch.Generator().manual_seed(0)
+    actions = [torch.rand(6, 3, generator=gen) - 0.5 for _ in range(60)]
+
+    def factory(flags):
+        return FixedShapeAutoresetVectorEnv(stack(), reset_terms={"ep": EpisodeStatistics()}, **flags)
+
+    for mode in ("masked", "masked_persistent"):
+        assert_masked_matches_selected(factory, actions, flags=MODES[mode])
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda env: __import__("gym_graphreset.wrappers").wrappers.ClipReward(env),
+            "needs `min_reward` or `max_reward`",
+        ),
+        (lambda env: __import__("gym_graphreset.wrappers").wrappers.ClipReward(env, 2, 1), "`min_reward` must be <="),
+        (lambda env: __import__("gym_graphreset.wrappers").wrappers.TransformReward(env, 3), "`fn` must be callable"),
+    ],
+)
+def test_transform_arguments_refused_by_name(make, message: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+        make(scripted_env(2, 4))
