@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # Warp's kernel cache lives outside the repo and survives between runs (compiling is ~26 s per model).
 export WARP_CACHE_PATH ?= $(HOME)/.cache/warp
 
-.PHONY: install test demo bench lint clean
+.PHONY: install test demo bench docs lint clean
 
 install: $(STAMP)
 
@@ -14,11 +14,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch==2.13.0 is the CPU build on disk; a bare `torch` would pull a ~5 GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,dev]"
+	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,dev,docs]"
 	touch $(STAMP)
 
 test: install
 	$(PY) -m pytest
+
+# The documentation site (Sphinx + MyST + furo): warnings are errors, so a broken internal link fails.
+# `make test` builds it too (tests/test_docs.py), and runs every page's code.
+docs: install
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
 
 DEMO_ENV ?= gym_graphreset/CartPole-v1
 
@@ -30,9 +36,9 @@ bench: install
 	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV)
 
 lint: install
-	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples
+	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples docs/conf.py
 	$(VENV)/bin/ruff format --check gym_graphreset tests benchmarks examples
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info
+	rm -rf $(VENV) docs/_build .pytest_cache .ruff_cache .mypy_cache .hypothesis *.egg-info

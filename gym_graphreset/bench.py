@@ -45,7 +45,9 @@ MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physic
     "reset graph": "reset_graph",
     "step graph": "step_graph",
 }
+"""Display label of each benchmarked mode -> its preset."""
 MODES: dict[str, dict[str, Any]] = {label: PRESETS[name].flags() for label, name in MODE_PRESETS.items()}
+"""Display label -> the wrapper flags of that preset."""
 CUDA_ONLY = ("reset graph", "step graph")
 
 

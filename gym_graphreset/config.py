@@ -22,10 +22,15 @@ from typing import Any, Literal, get_args
 __all__ = ["PRESETS", "AutoresetConfig", "CaptureMode", "Executor", "GraphScope", "PresetName", "ResetPath"]
 
 GraphScope = Literal["reset", "step"]
+"""What one CUDA graph covers: the masked reset body, or the whole step."""
 CaptureMode = Literal["global", "thread_local", "relaxed"]
+"""CUDA stream capture modes (torch's and warp's names alike)."""
 ResetPath = Literal["selected", "masked"]
+"""How done rows are reset: by host-read ids, or through a full-width mask."""
 Executor = Literal["eager", "reset_graph", "step_graph"]
+"""What runs a step: plain calls, the reset body as a graph, or the whole step as a graph."""
 PresetName = Literal["selected", "masked", "masked_persistent", "reset_graph", "step_graph"]
+"""The names of the five :data:`PRESETS`."""
 
 
 def _check_bool(name: str, value: Any) -> None:

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 CAPTURE_MODES = ("global", "thread_local", "relaxed")
+"""CUDA stream capture modes accepted by the graph and warp's external capture."""
 DEVICE_REASONS = ("device", "cuda_unavailable", "memory_pool", "driver")
 """Reason codes about where the env runs, not about the env itself."""
 

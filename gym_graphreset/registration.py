@@ -36,6 +36,7 @@ MUJOCO_TASKS = (
     "Ant-v5",
     "Humanoid-v5",
 )
+"""The Gymnasium MuJoCo v5 ids registered as ``gym_graphreset/<id>`` (vector entry points, MuJoCo Warp)."""
 
 
 def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:

@@ -33,6 +33,7 @@ from gym_graphreset.validation import ValidationLatch, finite_rows
 __all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
+"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
 Runner = Callable[[Callable[[], None]], None]
 
 

@@ -25,7 +25,7 @@ __all__ = ["CartPoleVectorEnv"]
 class CartPoleVectorEnv(VectorEnv):
     """``num_envs`` CartPole-v1 systems stepped as one batch of torch tensors.
 
-    Same dynamics, termination (|x| > 2.4, |theta| > 12 deg), reward (1 per step) and reset distribution
+    Same dynamics, termination (``|x| > 2.4``, ``|theta| > 12`` deg), reward (1 per step) and reset distribution
     (uniform in [-0.05, 0.05]) as Gymnasium's ``CartPole-v1``; truncation after ``max_episode_steps``.
     Reset draws are a pure function of (seed, global env index, episode index).
 

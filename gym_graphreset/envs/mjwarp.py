@@ -49,6 +49,7 @@ def _overflow_checks() -> dict[str, int]:
 
 
 OVERFLOW_CHECKS: dict[str, int] = _overflow_checks()
+"""Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
 def default_device() -> torch.device:

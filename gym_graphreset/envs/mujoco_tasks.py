@@ -38,7 +38,7 @@ __all__ = [
 
 
 class InvertedPendulumEnv(LocomotionEnv):
-    """InvertedPendulum-v5: reward 1 while |pole angle| <= 0.2."""
+    """InvertedPendulum-v5: reward 1 while ``|pole angle| <= 0.2``."""
 
     xml_file = "inverted_pendulum.xml"
     default_frame_skip = 2
@@ -303,3 +303,4 @@ TASKS: dict[str, type[LocomotionEnv]] = {
     "Ant-v5": AntEnv,
     "Humanoid-v5": HumanoidEnv,
 }
+"""Gymnasium id (``"Ant-v5"``) -> the task class; registered as ``gym_graphreset/<id>``."""
