@@ -70,3 +70,18 @@ def test_demo_without_matplotlib_writes_json_and_skips_the_plot(
     assert main([*args, "--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "skipped the plot" in out and list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.png"))
+
+
+def test_no_ratio_across_tasks_and_same_task_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A speed-up is printed only against the same task; a bare --async-baseline picks it."""
+    from gym_graphreset.cli import same_task
+
+    assert same_task("gym_graphreset/Ant-v5", "Ant-v5") and not same_task(
+        "gym_graphreset/ResetHeavyHalfCheetah-v0", "Ant-v5"
+    )
+    args = ["bench", "--device", "cpu", "--num-envs", "16", "--steps", "5", "--warmup", "1", "--modes", "masked"]
+    main([*args, "--out", str(tmp_path), "--no-progress", "--async-baseline", "Acrobot-v1", "--async-envs", "2"])
+    out = capsys.readouterr().out
+    assert "no ratio: Gymnasium AsyncVectorEnv ran another task, Acrobot-v1" in out and "x Gymnasium" not in out
+    main([*args, "--out", str(tmp_path), "--no-progress", "--async-baseline", "--async-envs", "2"])
+    assert "x Gymnasium AsyncVectorEnv on the same task" in capsys.readouterr().out
