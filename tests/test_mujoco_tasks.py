@@ -276,3 +276,22 @@ def test_dropped_contacts_are_latched_with_their_worlds() -> None:
         DeferredValidationError, match=r"mjwarp_overflow\[BROADPHASE\].*\(first failed at step \d+, row \d+"
     ):
         env.poll_finite_validation()
+
+
+def test_env_physics_is_raw_mujoco_warp() -> None:
+    """From the same contact-rich states, AntEnv's step equals raw mujoco_warp's bit for bit (the contact
+    difference from MuJoCo C is MuJoCo Warp's own; benchmarks/contact_parity.py measures it)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "contact_parity.py"
+    spec = importlib.util.spec_from_file_location("contact_parity", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        assert module.main(["--states", "4", "--out", out]) == 0
+        summary = json.loads((Path(out) / "contact-parity-Ant-v5-cpu.json").read_text())["summary"]
+    assert summary["env_vs_warp"] == 0.0
