@@ -143,7 +143,9 @@ def test_zero_host_syncs_between_polls(mode: str) -> None:
     a = torch.ones(1024, dtype=torch.long, device="cuda")
     for _ in range(6):  # warm-up and capture
         env.step(a)
-    result = assert_sync_free(lambda: env.step(a), steps=4)
+    # An eager masked step launches a few hundred kernels: more than two queued behind the sleep fill CUDA's
+    # launch queue (~1,000-1,500 entries) and block - back-pressure, not a sync (a sync blocks the first).
+    result = assert_sync_free(lambda: env.step(a), steps=4 if mode in GRAPH_MODES else 2)
     print(f"{mode}: {result}")
     syncs, messages = count_host_syncs(lambda: env.step(a))
     assert syncs == 0, messages
