@@ -26,11 +26,11 @@ row ids (the selected-row path), or the wrapper's :class:`~gym_graphreset.ResetS
 path; a full reset is an all-True selection there). Write rows with :func:`~gym_graphreset.fill_rows_` /
 :func:`~gym_graphreset.assign_rows_`, which take all three.
 
-Optional roles, for terms and for the inner env chain alike: :class:`Bindable`, :class:`StepObserver`
-(sees the step's actions and outputs every step), :class:`InfoProvider` (its keys are in every step's
-info, on every path), :class:`EpisodePublisher`, :class:`CheckProvider` (adds device-side checks to the
-latch it is handed), and for capture :class:`CaptureParticipant`, :class:`StreamOwner` and
-:class:`GeneratorOwner`.
+Optional roles: :class:`Bindable`, :class:`StepObserver` (sees the step's actions and outputs every
+step), :class:`InfoProvider` (its keys are in every step's info, on every path), :class:`EpisodePublisher`
+(for terms); :class:`CheckProvider` (adds device-side checks to the latch it is handed) and, for capture,
+:class:`CaptureParticipant`, :class:`StreamOwner` and :class:`GeneratorOwner` (for terms and the chain
+alike); :class:`RewardTransform` (a chain member that changes rewards keeps the raw ones).
 """
 
 from __future__ import annotations

@@ -117,8 +117,6 @@ class _Path:
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers a graph writes (declared: they sit in a store, deeper than attributes)."""
         carriers = [] if self.carriers is None else list(self.carriers.buffers())
-        if isinstance(self, MaskedPath):
-            carriers += self.reset_info_store.buffers()
         return carriers + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
 
     def term_infos(self, info: dict[str, Any]) -> None:
@@ -205,6 +203,10 @@ class MaskedPath(_Path):
         self.run_reset = run_reset  # obs_carrier: written whole by the reset body, never copied in
         self.reset_info_store = TensorStore()
         self._c: dict[str, Any] = {}
+
+    def capture_buffers(self) -> list[torch.Tensor]:
+        """The carriers, and the reset-info store the reset body rewrites in place."""
+        return [*super().capture_buffers(), *self.reset_info_store.buffers()]
 
     def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
         """What terms get on an explicit ``reset()``: the selection (all-True for a full reset)."""
