@@ -33,6 +33,7 @@ __all__ = [
     "measure_modes",
     "measure_non_physics",
     "import_pyplot",
+    "is_cpu_baseline",
     "plot_results",
     "sample_actions",
     "table",
@@ -319,17 +320,24 @@ def import_pyplot(path: Path) -> Any:
     return plt
 
 
+def is_cpu_baseline(result: ModeResult) -> bool:
+    """Whether a result is a CPU engine users would run instead (EnvPool, Gymnasium's AsyncVectorEnv)."""
+    return result.mode.startswith(("envpool", "gymnasium async"))
+
+
 def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     """Two bar charts, one group per env/batch: ms/step, and env-steps/s on a log scale.
 
-    ms/step compares modes within a batch; env-steps/s compares across batches and against baselines
-    such as Gymnasium's AsyncVectorEnv, whose batches are a few dozen envs. Returns whether the PNG was
-    written (``False``, with a notice, when matplotlib is missing).
+    ms/step compares modes within a batch; env-steps/s compares across batches, with each CPU baseline's
+    best (EnvPool, Gymnasium's AsyncVectorEnv) as a horizontal line. Returns whether the PNG was written
+    (``False``, with a notice, when matplotlib is missing).
     """
     plt = import_pyplot(path)
     if plt is None:
         return False
 
+    cpu = [r for r in results if is_cpu_baseline(r)]
+    results = [r for r in results if not is_cpu_baseline(r)]
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
     modes = list(dict.fromkeys(r.mode for r in results))  # in the order they were measured
     fig, axes = plt.subplots(1, 2, figsize=(max(10, 3.2 * len(groups) + 4), 4.2))
@@ -351,6 +359,12 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
         ax.set_ylabel(label)
         if metric == "env_steps_per_s":
             ax.set_yscale("log")
+            for engine in dict.fromkeys(r.mode.split(" x")[0] for r in cpu):  # each engine's best: one line
+                top = max((r for r in cpu if r.mode.startswith(engine)), key=lambda r: r.env_steps_per_s)
+                ax.axhline(top.env_steps_per_s, linestyle="--", color="grey" if "gymnasium" in engine else "black")
+                ax.annotate(
+                    f"{top.env_id} {top.mode}: {top.env_steps_per_s:,.0f}", (0, top.env_steps_per_s), fontsize=7
+                )
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()

@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import torch
@@ -44,7 +45,31 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--async-envs", default="16", help="comma-separated process counts for --async-baseline (default: 16)"
         )
+        p.add_argument(
+            "--cpu-baseline",
+            default="",
+            help="comma-separated CPU engines timed on the same task: envpool (its best over a num_envs x "
+            "batch_size sweep), gymnasium-async (AsyncVectorEnv with --async-envs processes)",
+        )
+        p.add_argument(
+            "--envpool-envs",
+            default="64,256,512",
+            help="num_envs swept for --cpu-baseline envpool (default: 64,256,512)",
+        )
     return parser
+
+
+def _envpool_baseline(env_id: str, num_envs: list[int], steps: int) -> list[Any]:
+    """EnvPool's sweep on the same task, or nothing (with a one-line notice) when the extra is missing."""
+    try:
+        from gym_graphreset.baselines import best_envpool, envpool_task
+
+        task = envpool_task(env_id)
+        print(f"timing EnvPool {task} over num_envs {num_envs} x batch_size {{n, n/2}} ...")
+        return best_envpool(task, num_envs=num_envs, steps=min(steps, 500))[1]
+    except ImportError:
+        print("EnvPool is not installed (pip install 'gym_graphreset[envpool]'): skipped the EnvPool baseline")
+        return []
 
 
 def same_task(env_id: str, gym_id: str) -> bool:
@@ -55,7 +80,13 @@ def same_task(env_id: str, gym_id: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.async_baseline == "same":
+    baselines = {b.strip() for b in args.cpu_baseline.split(",") if b.strip()}
+    if baselines - {"envpool", "gymnasium-async"}:
+        print(
+            f"error: unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async", file=sys.stderr
+        )
+        return 2
+    if args.async_baseline == "same" or ("gymnasium-async" in baselines and not args.async_baseline):
         args.async_baseline = args.env_id.split("/")[-1]
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -93,17 +124,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(
                 measure_gymnasium_async(args.async_baseline, n, steps=min(args.steps, 500), context="forkserver")
             )
+    if "envpool" in baselines:
+        results += _envpool_baseline(args.env_id, [int(k) for k in args.envpool_envs.split(",")], args.steps)
     print()
     print(table(results))
+    best = max((r for r in results if r.mode in MODES), key=lambda r: r.env_steps_per_s)
     if args.async_baseline:
         best_cpu = max(r.env_steps_per_s for r in results if r.mode.startswith("gymnasium async"))
-        best = max((r for r in results if r.mode in MODES), key=lambda r: r.env_steps_per_s)
         line = f"\nbest here: {best.mode} x{best.num_envs} {best.env_steps_per_s:,.0f} env-steps/s"
         if same_task(args.env_id, args.async_baseline):
             line += f" = {best.env_steps_per_s / best_cpu:.1f} x Gymnasium AsyncVectorEnv on the same task"
         else:  # a ratio across tasks would compare different physics: none is printed
             line += f"; no ratio: Gymnasium AsyncVectorEnv ran another task, {args.async_baseline}"
         print(f"{line} ({best_cpu:,.0f})")
+    envpool = [r for r in results if r.mode.startswith("envpool")]
+    if envpool:
+        top = max(envpool, key=lambda r: r.env_steps_per_s)
+        print(
+            f"best here: {best.mode} x{best.num_envs} {best.env_steps_per_s:,.0f} env-steps/s = "
+            f"{best.env_steps_per_s / top.env_steps_per_s:.1f} x EnvPool's best on the same task "
+            f"({top.mode}: {top.env_steps_per_s:,.0f})"
+        )
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
     plotted = plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")

@@ -20,6 +20,7 @@ LAYERS: list[set[str]] = [
         "wrappers",
         "distributed",
         "testing",
+        "baselines",
         "host_reads",
         "bench",
         "cli",
