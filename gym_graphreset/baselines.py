@@ -77,17 +77,17 @@ def measure_envpool(
         transitions += len(ids)
     elapsed = time.perf_counter() - start
     env.close()
-    return ModeResult(
-        mode=f"envpool x{num_envs} b{batch_size} t{num_threads}",
-        env_id=task,
-        num_envs=num_envs,
-        device="cpu",
-        steps=steps,
-        ms_per_step=elapsed / steps * 1e3,
-        env_steps_per_s=transitions / elapsed,
-        host_syncs_per_step=None,
-        peak_gpu_mem_mb=None,
-        extra={"engine": "envpool", "batch_size": batch_size, "num_threads": num_threads},
+    mode = f"envpool x{num_envs} b{batch_size} t{num_threads}"
+    return ModeResult.cpu_baseline(
+        mode,
+        task,
+        num_envs,
+        steps,
+        elapsed,
+        transitions,
+        engine="envpool",
+        batch_size=batch_size,
+        num_threads=num_threads,
     )
 
 

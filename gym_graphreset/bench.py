@@ -67,6 +67,24 @@ class ModeResult:
     peak_gpu_mem_mb: float | None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def cpu_baseline(
+        cls, mode: str, env_id: str, num_envs: int, steps: int, elapsed: float, transitions: int, **extra: Any
+    ) -> ModeResult:
+        """A CPU engine's measurement: ``steps`` rounds making ``transitions`` env steps in ``elapsed`` s."""
+        return cls(
+            mode=mode,
+            env_id=env_id,
+            num_envs=num_envs,
+            device="cpu",
+            steps=steps,
+            ms_per_step=elapsed / steps * 1e3,
+            env_steps_per_s=transitions / elapsed,
+            host_syncs_per_step=None,
+            peak_gpu_mem_mb=None,
+            extra=extra,
+        )
+
 
 def env_versions() -> dict[str, str]:
     """Versions of what the numbers depend on."""
@@ -230,17 +248,7 @@ def measure_gymnasium_async(
         env.step(actions[i % len(actions)])
     elapsed = time.perf_counter() - start
     env.close()
-    return ModeResult(
-        mode=f"gymnasium async x{num_envs}",
-        env_id=gym_id,
-        num_envs=num_envs,
-        device="cpu",
-        steps=steps,
-        ms_per_step=elapsed / steps * 1e3,
-        env_steps_per_s=num_envs * steps / elapsed,
-        host_syncs_per_step=None,
-        peak_gpu_mem_mb=None,
-    )
+    return ModeResult.cpu_baseline(f"gymnasium async x{num_envs}", gym_id, num_envs, steps, elapsed, num_envs * steps)
 
 
 def measure_modes(
