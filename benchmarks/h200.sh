@@ -4,7 +4,7 @@
 #   . /opt/ggkit/env.sh && OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes
 # Logs, JSON and PNGs go to $OUT (flat: at most 8 files come back per call).
 set -uo pipefail
-phase=${1:?usage: h200.sh tests|light|heavy|sizes}
+phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines}
 OUT=${OUT:?set OUT to an output folder}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1
 bench() { python3 -m gym_graphreset bench --no-progress --out "$OUT" "$@"; }
@@ -22,6 +22,18 @@ case $phase in
     for task in Ant HalfCheetah Humanoid; do
       bench --env-id "gym_graphreset/$task-v5" --num-envs 1024,4096,16384,65536 --steps 50 \
         --modes "selected,step graph" 2>&1 | tee -a "$OUT/bench-sizes.log"
+    done ;;
+  baselines)  # same-task CPU baselines (EnvPool's best, Gymnasium AsyncVectorEnv) next to the GPU modes over sizes.
+    # EnvPool travels as its own kit (../shared/gpu/make-envpool-kit, staged to /opt/epkit/site) without the
+    # Atari/MyoSuite registries: stub them before importing envpool.
+    export PYTHONPATH=$PYTHONPATH:/opt/epkit/site
+    for task in Ant HalfCheetah; do
+      python3 -c 'import sys, types; sys.modules["envpool.entry"] = types.ModuleType("envpool.entry")
+import envpool, envpool.mujoco.gym.registration
+from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
+        bench --no-progress --out "$OUT" --env-id "gym_graphreset/$task-v5" --num-envs 512,4096,16384,65536 \
+        --steps 50 --modes "selected,step graph" --cpu-baseline envpool,gymnasium-async --async-envs 16,64 \
+        --envpool-envs 64,256,512,1024 2>&1 | tee -a "$OUT/bench-baselines.log"
     done ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
 esac

@@ -24,6 +24,7 @@ from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
+    "DEFAULT_MODES",
     "MODES",
     "MODE_PRESETS",
     "ModeResult",
@@ -47,9 +48,13 @@ MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physic
     "step graph": "step_graph",
 }
 """Display label of each benchmarked mode -> its preset."""
-MODES: dict[str, dict[str, Any]] = {label: PRESETS[name].flags() for label, name in MODE_PRESETS.items()}
-"""Display label -> the wrapper flags of that preset."""
-CUDA_ONLY = ("reset graph", "step graph")
+MODES: dict[str, dict[str, Any]] = {label: PRESETS[name].flags() for label, name in MODE_PRESETS.items()} | {
+    "step graph+compile": PRESETS["step_graph"].flags() | {"compile_step": True}
+}
+"""Display label -> wrapper flags: the presets, and the whole-step graph of the ``torch.compile``-d step."""
+DEFAULT_MODES = tuple(MODE_PRESETS)
+"""The modes a plain ``demo``/``bench`` runs (``step graph+compile`` is asked for: it compiles first)."""
+CUDA_ONLY = ("reset graph", "step graph", "step graph+compile")
 
 
 @dataclass
@@ -156,6 +161,7 @@ def measure_mode(
         probe = 8
         n, _ = count_host_syncs(lambda: [env.step(pool[j]) for j in range(probe)])
         syncs = n / probe
+    compiled = env.capture_report().state["compile"]
     env.close()
     ms = elapsed / steps * 1e3
     return ModeResult(
@@ -168,6 +174,7 @@ def measure_mode(
         env_steps_per_s=env.num_envs * steps / elapsed,
         host_syncs_per_step=syncs,
         peak_gpu_mem_mb=torch.cuda.max_memory_allocated(device) / 2**20 if is_cuda else None,
+        extra={} if compiled is None else {"compile": compiled},
     )
 
 
@@ -211,9 +218,14 @@ def measure_bare_physics(
 
 
 def measure_non_physics(
-    make_inner: Callable[[], gym.vector.VectorEnv], *, steps: int, warmup: int = 10, env_id: str = ""
+    make_inner: Callable[[], gym.vector.VectorEnv],
+    *,
+    steps: int,
+    warmup: int = 10,
+    env_id: str = "",
+    mode: str = "step graph",
 ) -> ModeResult | None:
-    """The whole-step graph with the physics substeps switched off: a step's non-physics cost alone.
+    """The whole-step graph (``mode``) with the physics substeps switched off: a step's non-physics cost alone.
 
     With :func:`measure_bare_physics` it splits a step: whole-step graph vs bare physics + this is the
     cost of sequencing the two (nothing but device work is left when the ratio is ~1). CUDA MuJoCo Warp
@@ -224,8 +236,8 @@ def measure_non_physics(
         inner.close()
         return None
     inner.physics_enabled = False
-    result = measure_mode(lambda: inner, "step graph", steps=steps, warmup=warmup, env_id=env_id)
-    result.mode = "non-physics"
+    result = measure_mode(lambda: inner, mode, steps=steps, warmup=warmup, env_id=env_id)
+    result.mode = "non-physics" + mode.removeprefix("step graph")
     return result
 
 
@@ -266,9 +278,11 @@ def measure_modes(
         bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
         if bare is not None:
             results.append(bare)
-            if "step graph" in modes:
-                bar.set_postfix_str("non-physics")
-                non_physics = measure_non_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
+            for graph_mode in (m for m in ("step graph", "step graph+compile") if m in modes):
+                bar.set_postfix_str("non-physics" + graph_mode.removeprefix("step graph"))
+                non_physics = measure_non_physics(
+                    make_inner, steps=steps, warmup=warmup, env_id=env_id, mode=graph_mode
+                )
                 if non_physics is not None:
                     results.append(non_physics)
         for mode in modes:
@@ -297,11 +311,21 @@ def table(results: Sequence[ModeResult]) -> str:
         )
     for key, floor in physics.items():
         parts = {r.mode: r.ms_per_step for r in results if (r.env_id, r.num_envs) == key}
-        if "non-physics" in parts and "step graph" in parts:
-            step, rest = parts["step graph"], parts["non-physics"]
+        for suffix in ("", "+compile"):
+            if f"non-physics{suffix}" in parts and f"step graph{suffix}" in parts:
+                step, rest = parts[f"step graph{suffix}"], parts[f"non-physics{suffix}"]
+                lines.append(
+                    f"\n{key[0]} x{key[1]}: step graph{suffix} {step:.3f} ms = {step / (floor + rest):.3f} x "
+                    f"(bare physics {floor:.3f} + non-physics{suffix} {rest:.3f})"
+                )
+    for r in results:
+        if "compile" in r.extra:
+            c = r.extra["compile"]
             lines.append(
-                f"\n{key[0]} x{key[1]}: step graph {step:.3f} ms = "
-                f"{step / (floor + rest):.3f} x (bare physics {floor:.3f} + non-physics {rest:.3f})"
+                f"\n{r.env_id} x{r.num_envs} {r.mode}: compiled in {c['compile_seconds']:.1f} s (first compiled call, "
+                f"not in ms/step), {c['graphs']} graphs, breaks at declared boundaries {c['declared_breaks']}, "
+                f"other graph breaks {len(c['graph_breaks'])}, recompiles {len(c['recompiles'])}"
+                + "".join(f"\n  - {what}" for what in c["graph_breaks"] + c["recompiles"])
             )
     return "\n".join(lines)
 
@@ -334,11 +358,11 @@ def is_cpu_baseline(result: ModeResult) -> bool:
 
 
 def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
-    """Two bar charts, one group per env/batch: ms/step, and env-steps/s on a log scale.
+    """ms/step per env and batch (bars), and env-steps/s against the number of envs (lines, log-log).
 
-    ms/step compares modes within a batch; env-steps/s compares across batches, with each CPU baseline's
-    best (EnvPool, Gymnasium's AsyncVectorEnv) as a horizontal line. Returns whether the PNG was written
-    (``False``, with a notice, when matplotlib is missing).
+    ms/step compares modes within a batch; env-steps/s shows how each mode scales, with each CPU
+    baseline's best (EnvPool, Gymnasium's AsyncVectorEnv) as a horizontal line. Returns whether the PNG
+    was written (``False``, with a notice, when matplotlib is missing).
     """
     plt = import_pyplot(path)
     if plt is None:
@@ -348,32 +372,34 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     results = [r for r in results if not is_cpu_baseline(r)]
     groups = sorted({(r.env_id, r.num_envs) for r in results}, key=lambda g: (g[0], g[1]))
     modes = list(dict.fromkeys(r.mode for r in results))  # in the order they were measured
-    fig, axes = plt.subplots(1, 2, figsize=(max(10, 3.2 * len(groups) + 4), 4.2))
+    fig, (bars, lines) = plt.subplots(1, 2, figsize=(max(10, 3.2 * len(groups) + 4), 4.2))
     width = 0.8 / max(len(modes), 1)
-    for ax, metric, label in (
-        (axes[0], "ms_per_step", "ms per env step (lower is better)"),
-        (axes[1], "env_steps_per_s", "env-steps/s (higher is better, log)"),
-    ):
-        for k, mode in enumerate(modes):
-            xs, ys = [], []
-            for i, g in enumerate(groups):
-                hit = next((r for r in results if (r.env_id, r.num_envs) == g and r.mode == mode), None)
-                if hit is not None:
-                    xs.append(i + k * width)
-                    ys.append(getattr(hit, metric))
-            ax.bar(xs, ys, width, label=mode)
-        ax.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"{g[0].split('/')[-1]}\n{g[1]} envs" for g in groups], fontsize=8)
-        ax.set_ylabel(label)
-        if metric == "env_steps_per_s":
-            ax.set_yscale("log")
-            for engine in dict.fromkeys(r.mode.split(" x")[0] for r in cpu):  # each engine's best: one line
-                top = max((r for r in cpu if r.mode.startswith(engine)), key=lambda r: r.env_steps_per_s)
-                ax.axhline(top.env_steps_per_s, linestyle="--", color="grey" if "gymnasium" in engine else "black")
-                ax.annotate(
-                    f"{top.env_id} {top.mode}: {top.env_steps_per_s:,.0f}", (0, top.env_steps_per_s), fontsize=7
-                )
-    axes[0].legend(fontsize=7)
+    for k, mode in enumerate(modes):
+        hits = [(i, r) for i, g in enumerate(groups) for r in results if (r.env_id, r.num_envs) == g and r.mode == mode]
+        bars.bar([i + k * width for i, _ in hits], [r.ms_per_step for _, r in hits], width, label=mode)
+    bars.set_xticks([i + width * (len(modes) - 1) / 2 for i in range(len(groups))])
+    bars.set_xticklabels([f"{g[0].split('/')[-1]}\n{g[1]} envs" for g in groups], fontsize=8)
+    bars.set_ylabel("ms per env step (lower is better)")
+    bars.legend(fontsize=7)
+    for env_id in dict.fromkeys(r.env_id for r in results):
+        for mode in modes:
+            line = sorted((r for r in results if r.env_id == env_id and r.mode == mode), key=lambda r: r.num_envs)
+            if line:
+                name = mode if len({r.env_id for r in results}) == 1 else f"{env_id.split('/')[-1]} {mode}"
+                lines.plot([r.num_envs for r in line], [r.env_steps_per_s for r in line], marker="o", label=name)
+    for engine in dict.fromkeys(r.mode.split(" x")[0] for r in cpu):  # each engine's best: one line
+        top = max((r for r in cpu if r.mode.startswith(engine)), key=lambda r: r.env_steps_per_s)
+        lines.axhline(
+            top.env_steps_per_s,
+            linestyle="--",
+            color="grey" if "gymnasium" in engine else "black",
+            label=f"{top.env_id} {top.mode} (CPU): {top.env_steps_per_s:,.0f}",
+        )
+    lines.set_xscale("log", base=2)
+    lines.set_yscale("log")
+    lines.set_xlabel("number of envs")
+    lines.set_ylabel("env-steps/s (higher is better)")
+    lines.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

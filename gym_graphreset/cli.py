@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from gym_graphreset.bench import CUDA_ONLY, MODES, measure_modes, plot_results, save_json, table
+from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, measure_modes, plot_results, save_json, table
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
@@ -31,7 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--steps", type=int, default=steps, help=f"timed steps per mode (default: {steps})")
         p.add_argument("--warmup", type=int, default=10, help="untimed steps per mode, capture included (default: 10)")
         p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
-        p.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default: all that apply)")
+        p.add_argument(
+            "--modes",
+            default=",".join(DEFAULT_MODES),
+            help=f"comma-separated modes, of {list(MODES)} (default: all but step graph+compile)",
+        )
         p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
         p.add_argument(

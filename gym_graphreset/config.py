@@ -19,6 +19,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from gym_graphreset.compiling import CompileBackend
+
 __all__ = ["PRESETS", "AutoresetConfig", "CaptureMode", "Executor", "GraphScope", "PresetName", "ResetPath"]
 
 GraphScope = Literal["reset", "step"]
@@ -66,6 +68,12 @@ class AutoresetConfig:
         autoreset_graph_capture_mode: CUDA stream capture mode, for torch and warp alike.
         cuda_graph_scope: ``"reset"`` (the masked reset body) or ``"step"`` (the whole step). ``"step"``
             requires ``autoreset_cuda_graph``.
+        compile_step: Run the step's torch code through ``torch.compile`` (before any capture), so that
+            many small kernels become few (:mod:`gym_graphreset.compiling`). Requires
+            ``masked_autoreset`` (the selected-row path reads the host by design), and not the
+            ``"reset"`` graph scope (use the whole-step graph).
+        compile_backend: The ``torch.compile`` backend (``"inductor"`` fuses; ``"aot_eager"``/``"eager"``
+            only trace). Only read with ``compile_step``.
     """
 
     masked_autoreset: bool = False
@@ -77,15 +85,24 @@ class AutoresetConfig:
     autoreset_graph_warmup: int = 3
     autoreset_graph_capture_mode: CaptureMode = "thread_local"
     cuda_graph_scope: GraphScope = "reset"
+    compile_step: bool = False
+    compile_backend: CompileBackend = "inductor"
 
     def __post_init__(self) -> None:
-        for name in ("masked_autoreset", "defer_finite_validation", "persistent_step_buffers", "autoreset_cuda_graph"):
+        for name in (
+            "masked_autoreset",
+            "defer_finite_validation",
+            "persistent_step_buffers",
+            "autoreset_cuda_graph",
+            "compile_step",
+        ):
             _check_bool(name, getattr(self, name))
         _check_int("validation_poll_interval", self.validation_poll_interval, 1)
         _check_int("published_buffer_depth", self.published_buffer_depth, 1)
         _check_int("autoreset_graph_warmup", self.autoreset_graph_warmup, 0)
         _check_choice("autoreset_graph_capture_mode", self.autoreset_graph_capture_mode, get_args(CaptureMode))
         _check_choice("cuda_graph_scope", self.cuda_graph_scope, get_args(GraphScope))
+        _check_choice("compile_backend", self.compile_backend, get_args(CompileBackend))
         if self.masked_autoreset and not self.defer_finite_validation:
             raise ValueError(
                 "`masked_autoreset=True` requires `defer_finite_validation=True`: checking every step "
@@ -99,6 +116,16 @@ class AutoresetConfig:
             )
         if self.cuda_graph_scope == "step" and not self.autoreset_cuda_graph:
             raise ValueError("`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`")
+        if self.compile_step and not self.masked_autoreset:
+            raise ValueError(
+                "`compile_step=True` requires `masked_autoreset=True`: the selected-row path reads the host "
+                "every step, which would split the compiled step at every read"
+            )
+        if self.compile_step and self.executor == "reset_graph":
+            raise ValueError(
+                "`compile_step=True` cannot be combined with `cuda_graph_scope='reset'` (the reset body would be "
+                "captured inside a compiled step); use cuda_graph_scope='step', which captures the compiled step"
+            )
 
     @classmethod
     def preset(cls, name: PresetName, **overrides: Any) -> AutoresetConfig:

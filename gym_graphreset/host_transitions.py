@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from gym_graphreset.compiling import opaque
+
 __all__ = ["HostTransitions", "host_transition"]
 
 _state = threading.local()
@@ -72,6 +74,7 @@ class HostTransitions:
             fn()
 
 
+@opaque
 def host_transition(fn: Callable[[], Any], name: str | None = None) -> None:
     """Declare a host-side state change made inside a reset body.
 

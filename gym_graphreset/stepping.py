@@ -18,17 +18,19 @@ steps where a row ended on the selected-row path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from gymnasium.vector import VectorEnv
 
 from gym_graphreset.buffers import TensorStore, tree_copy_, tree_leaves, tree_map, tree_where
+from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection
-from gym_graphreset.validation import ValidationLatch, finite_rows
+from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
 
@@ -257,12 +259,23 @@ class MaskedPath(_Path):
 
     def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
         """The masked reset body: inner env, then terms, over the full width (no host read)."""
-        with self.latch.batch():  # latched inside this body (its own graph in the reset scope)
-            self.selection.mask.copy_(done)
-            reset_obs, reset_info = self.env.reset(options={"reset_mask": self.selection})
-            self.terms_reset(self.selection)
-            check_reset_obs(self.latch, reset_obs, done)
-            return tree_where(done, reset_obs, step_obs), reset_info
+        outer = self.latch.open_batch()  # latched inside this body (its own graph in the reset scope)
+        self.selection.mask.copy_(done)
+        reset_obs, reset_info = self.env.reset(options={"reset_mask": self.selection})
+        self.terms_reset(self.selection)
+        check_reset_obs(self.latch, reset_obs, done)
+        self.latch.close_batch(outer)  # no `with`: a compiled step cannot resume inside one (StepBody cleans up)
+        return tree_where(done, reset_obs, step_obs), reset_info
+
+
+@contextlib.contextmanager
+def _on(stream: torch.cuda.Stream) -> Iterator[None]:
+    """Run on ``stream``, ordered after the caller's stream and before its later work."""
+    caller = torch.cuda.current_stream(stream.device)
+    stream.wait_stream(caller)
+    with torch.cuda.stream(stream):
+        yield
+    caller.wait_stream(stream)
 
 
 class StepBody:
@@ -276,6 +289,8 @@ class StepBody:
         defer: Deferred validation: non-finite float actions are latched and zeroed, out-of-range
             integer actions latched (``valid_actions``) and clamped into the space.
         action_bounds: Inclusive integer bounds of a Discrete / MultiDiscrete action space.
+        compile_backend: Run the step's device work through ``torch.compile`` with this backend
+            (:class:`~gym_graphreset.compiling.CompiledStep`); ``None`` runs it as written.
     """
 
     def __init__(
@@ -286,35 +301,55 @@ class StepBody:
         path: SelectedRowPath | MaskedPath,
         defer: bool,
         action_bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+        compile_backend: CompileBackend | None = None,
     ) -> None:
         self.env, self.parts, self.latch, self.path, self.defer = env, parts, latch, path, defer
         self.action_bounds = action_bounds
+        self.compiled = None if compile_backend is None else CompiledStep(self._run, compile_backend)
+        self.run: Callable[[torch.Tensor, PendingChecks | None], StepOut] = self.compiled or self._run
 
     def __call__(self, actions: torch.Tensor) -> StepOut:
-        """Run the step (no host read on the masked path)."""
+        """Run the step (no host read on the masked path); a step that raises latches nothing."""
+        outer = self.latch.open_batch()  # every verdict of the step latched in one write, stamped with its index
+        try:
+            with self._compiled_stream():
+                return self.run(actions, outer)
+        except BaseException:
+            self.latch.discard_batch(outer)
+            raise
+
+    def _compiled_stream(self) -> contextlib.AbstractContextManager[Any]:
+        """A compiled step runs on the participants' stream (their own stream switch is not traced)."""
+        stream = self.parts.stream() if self.compiled is not None else None
+        if stream is None or torch.cuda.current_stream(stream.device) == stream:
+            return contextlib.nullcontext()
+        return _on(stream)
+
+    def _run(self, actions: torch.Tensor, outer: PendingChecks | None) -> StepOut:
+        """The step's device work, the part :class:`~gym_graphreset.compiling.CompiledStep` compiles."""
         latch = self.latch
-        with latch.batch():  # every verdict of the step latched in one write, stamped with its index
-            if self.defer and actions.dtype.is_floating_point:
-                finite = (actions * 0) == 0  # isfinite in two kernels
-                latch.require(finite, "finite_actions", "actions contained NaN or inf (those entries were zeroed)")
-                actions = torch.where(finite, actions, 0.0)
-            if self.defer and self.action_bounds is not None:
-                low, high = self.action_bounds
-                ok = (actions >= low) & (actions <= high)
-                latch.require(ok, "valid_actions", "actions outside the action space (those entries were clamped)")
-                actions = torch.minimum(torch.maximum(actions, low), high)
-            obs, reward, terminated, truncated, info = self.env.step(actions)
-            for _, leaf in tree_leaves(obs):  # per row: a failure names the rows
-                if leaf.dtype.is_floating_point:
-                    latch.require(finite_rows(leaf), "finite_obs", "the inner env returned NaN or inf observations")
-            latch.require(finite_rows(reward), "finite_reward", "the inner env returned NaN or inf rewards")
-            source = self.parts.raw_reward_source
-            raw = reward if source is None else source.raw_reward
-            step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated, raw)
-            for observer in self.parts.observers:
-                observer.on_step(step)
-            for provider in self.parts.check_providers:  # after the observers: checks see this step's state
-                provider.add_checks(latch)
-            out = self.path.after_step(step, info)
+        if self.defer and actions.dtype.is_floating_point:
+            finite = (actions * 0) == 0  # isfinite in two kernels
+            latch.require(finite, "finite_actions", "actions contained NaN or inf (those entries were zeroed)")
+            actions = torch.where(finite, actions, 0.0)
+        if self.defer and self.action_bounds is not None:
+            low, high = self.action_bounds
+            ok = (actions >= low) & (actions <= high)
+            latch.require(ok, "valid_actions", "actions outside the action space (those entries were clamped)")
+            actions = torch.minimum(torch.maximum(actions, low), high)
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        for _, leaf in tree_leaves(obs):  # per row: a failure names the rows
+            if leaf.dtype.is_floating_point:
+                latch.require(finite_rows(leaf), "finite_obs", "the inner env returned NaN or inf observations")
+        latch.require(finite_rows(reward), "finite_reward", "the inner env returned NaN or inf rewards")
+        source = self.parts.raw_reward_source
+        raw = reward if source is None else source.raw_reward
+        step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated, raw)
+        for observer in self.parts.observers:
+            observer.on_step(step)
+        for provider in self.parts.check_providers:  # after the observers: checks see this step's state
+            provider.add_checks(latch)
+        out = self.path.after_step(step, info)
+        latch.close_batch(outer)
         latch.advance()
         return out

@@ -26,12 +26,14 @@ from typing import Any
 import torch
 
 from gym_graphreset.buffers import tree_leaves
+from gym_graphreset.compiling import CompileBackend
 from gym_graphreset.config import PRESETS
 from gym_graphreset.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
     "EpisodeComparison",
+    "assert_compiled_matches_uncompiled",
     "SyncCanaryResult",
     "assert_no_host_reads",
     "assert_capture_matches_eager",
@@ -240,6 +242,39 @@ def assert_capture_matches_eager(
     if captured_env.graph is None or not captured_env.graph.captured:
         raise AssertionError("the captured configuration never captured a graph (too few steps for the warm-up?)")
     _compare(reference, candidate, f"captured ({cuda_graph_scope}) vs eager", atol)
+
+
+def assert_compiled_matches_uncompiled(
+    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    actions: Sequence[torch.Tensor],
+    *,
+    flags: dict[str, Any],
+    backend: CompileBackend = "inductor",
+    seed: int = 0,
+    atol: float = 0.0,
+) -> dict[str, Any]:
+    """Assert that ``flags`` with ``compile_step=True`` returns what ``flags`` returns as written, step for step.
+
+    Every returned tensor is compared (nested info included); the compiled run must also report no graph
+    break outside a declared boundary and no recompile. Returns its compile report.
+
+    Args:
+        env_factory: Builds a wrapped env from wrapper flags.
+        actions: The actions to step.
+        flags: A masked configuration (``PRESETS[...].flags()``).
+        backend: The ``torch.compile`` backend of the compiled run.
+        seed: Reset seed of both runs.
+        atol: 0 for bitwise equality (the tracing backends), else an absolute tolerance (Inductor reorders
+            float arithmetic).
+    """
+    reference = rollout(env_factory(flags), actions, seed)
+    env = env_factory({**flags, "compile_step": True, "compile_backend": backend})
+    candidate = rollout(env, actions, seed)
+    _compare(reference, candidate, f"compiled ({backend}) vs as written", atol)
+    report = env.capture_report().state["compile"]
+    if not report["ok"]:
+        raise AssertionError(f"the compiled step split or recompiled: {report['graph_breaks'] + report['recompiles']}")
+    return report
 
 
 def finished_episodes(

@@ -15,7 +15,10 @@ from typing import Any
 
 import torch
 
-__all__ = ["DeferredValidationError", "FailedCheck", "ValidationLatch", "all_finite", "finite_rows"]
+__all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "all_finite", "finite_rows"]
+
+PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor, str]]
+"""A region's deferred verdicts: name -> (verdict, (first bad row, count), message)."""
 
 
 def finite_rows(x: torch.Tensor) -> torch.Tensor:
@@ -88,7 +91,7 @@ class ValidationLatch:
         self._messages: list[str] = []
         self._window_start = 0
         self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor] = {}
-        self._batch: dict[str, tuple[torch.Tensor, torch.Tensor, str]] | None = None
+        self._batch: PendingChecks | None = None
 
     def slot(self, name: str, message: str) -> int:
         """The slot index of ``name``, registering it (host-only) on first use."""
@@ -133,19 +136,34 @@ class ValidationLatch:
 
         A step makes a handful of checks; one write at the end costs a few kernels where each ``require``
         would cost as many. Regions do not merge: an inner region (a separately captured reset body)
-        latches at its own end, inside its own graph.
+        latches at its own end, inside its own graph. :meth:`open_batch` / :meth:`close_batch` are the
+        same region as two calls, for code ``torch.compile`` traces (it cannot resume inside a
+        generator context manager after a graph break).
         """
-        outer, self._batch = self._batch, {}
+        outer = self.open_batch()
         try:
             yield
         finally:
-            pending, self._batch = self._batch, outer
-            if pending:
-                names = tuple(pending)
-                messages = tuple(m for *_, m in pending.values())
-                verdicts = torch.stack([v for v, _, _ in pending.values()])
-                rows = torch.stack([r for _, r, _ in pending.values()])
-                self._latch_many(verdicts, names, messages, rows)
+            self.close_batch(outer)
+
+    def open_batch(self) -> PendingChecks | None:
+        """Start a region (see :meth:`batch`); returns the enclosing region, for :meth:`close_batch`."""
+        outer, self._batch = self._batch, {}
+        return outer
+
+    def close_batch(self, outer: PendingChecks | None) -> None:
+        """End the region :meth:`open_batch` started: latch its verdicts in one write, restore ``outer``."""
+        pending, self._batch = self._batch, outer
+        if pending:
+            names = tuple(pending)
+            messages = tuple(m for *_, m in pending.values())
+            verdicts = torch.stack([v for v, _, _ in pending.values()])
+            rows = torch.stack([r for _, r, _ in pending.values()])
+            self._latch_many(verdicts, names, messages, rows)
+
+    def discard_batch(self, outer: PendingChecks | None) -> None:
+        """Drop an unfinished region (its step raised) and restore ``outer``: nothing is latched."""
+        self._batch = outer
 
     def _defer(self, verdict: torch.Tensor, rows: torch.Tensor, name: str, message: str) -> None:
         assert self._batch is not None

@@ -177,7 +177,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         else:
             inner_resets = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
             path = SelectedRowPath(self.env, parts, self.latch, cfg.persistent_step_buffers, inner_resets)
-        body = StepBody(self.env, parts, self.latch, path, cfg.defer_finite_validation, self._action_bounds)
+        backend = cfg.compile_backend if cfg.compile_step else None
+        body = StepBody(self.env, parts, self.latch, path, cfg.defer_finite_validation, self._action_bounds, backend)
         self._executor = CapturedStep(body, factory) if cfg.executor == "step_graph" else EagerStep(body)
         factory.holders += [path, self._executor]
         self._path, self._graph_factory = path, factory
@@ -217,6 +218,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             "eager_calls": graph.eager_calls if graph else 0,
             "host_transitions": graph.transitions.names if graph else [],
             "participants": self._parts.report(),
+            "compile": None if self._executor.body.compiled is None else self._executor.body.compiled.report.as_dict(),
         }
         return CaptureReport(scope, reasons, state)
 

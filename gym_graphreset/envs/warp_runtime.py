@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from gym_graphreset.compiling import opaque
 from gym_graphreset.graph import warp_external_capture
 
 __all__ = ["WarpRuntime"]
@@ -41,9 +42,18 @@ class WarpRuntime:
             self.wstream = wp.stream_from_torch(self.cuda_stream)
         self.graphs: dict[str, Any] = {}
 
+    def on_stream(self, wait: bool = True) -> contextlib.AbstractContextManager[None]:
+        """Run torch and warp work on the env's stream (ordered after the caller's stream when ``wait``).
+
+        In code ``torch.compile`` traces this is a ``nullcontext``: a compiled step already runs on this
+        stream (:class:`~gym_graphreset.stepping.StepBody` enters it), and :meth:`run` scopes warp itself.
+        """
+        if torch.compiler.is_compiling():
+            return contextlib.nullcontext()
+        return self._on_stream(wait)
+
     @contextlib.contextmanager
-    def on_stream(self, wait: bool = True) -> Iterator[None]:
-        """Run torch and warp work on the env's stream (ordered after the caller's stream when ``wait``)."""
+    def _on_stream(self, wait: bool) -> Iterator[None]:
         if self.cuda_stream is None:
             with self.wp.ScopedDevice(self.wp_device):
                 yield
@@ -51,17 +61,28 @@ class WarpRuntime:
         caller = torch.cuda.current_stream(self.device)
         if wait:
             self.cuda_stream.wait_stream(caller)
-        with torch.cuda.stream(self.cuda_stream), self.wp.ScopedStream(self.wstream, sync_enter=False):
+        with torch.cuda.stream(self.cuda_stream), self._warp_scope():
             yield
         if wait:
             caller.wait_stream(self.cuda_stream)
+
+    def _warp_scope(self) -> contextlib.AbstractContextManager[Any]:
+        """Warp launches on this env's device and stream."""
+        if self.cuda_stream is None:
+            return self.wp.ScopedDevice(self.wp_device)
+        return self.wp.ScopedStream(self.wstream, sync_enter=False)
 
     def capturing(self) -> bool:
         """Whether a torch capture is in progress on CUDA (warp bodies then launch plainly)."""
         return self.cuda_stream is not None and torch.cuda.is_current_stream_capturing()
 
+    @opaque
     def run(self, name: str, fn: Callable[[], None]) -> None:
         """Run warp work ``fn``: a cached warp graph when eager on CUDA, plain launches otherwise."""
+        with self._warp_scope():
+            self._run(name, fn)
+
+    def _run(self, name: str, fn: Callable[[], None]) -> None:
         if self.cuda_stream is None or self.capturing():
             fn()
             return

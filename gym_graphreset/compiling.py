@@ -1,0 +1,202 @@
+"""``torch.compile`` of a step's torch code before it is captured: many small kernels become few.
+
+A captured step replays every kernel its torch code launched. Manager-style terms (a reward term, an
+observation term, a reset term each a few lines of torch) launch hundreds of tiny kernels, and the GPU
+pays a few microseconds for each whatever the batch size, so they can cost as much as the physics.
+With ``compile_step=True`` (:class:`~gym_graphreset.config.AutoresetConfig`) the step's device work
+(:meth:`StepBody._run <gym_graphreset.stepping.StepBody>`: action checks, the inner env's step, checks,
+observers, the masked reset and every reset term) runs through ``torch.compile``; Inductor fuses
+elementwise chains, and the step graph then replays the fused kernels. The terms stay as written.
+
+Calls that are not torch (a simulator step, warp launches, a host-side callback) are declared with
+:func:`opaque`: dynamo ends its graph there, runs the call as written, and resumes after it. MuJoCo
+Warp's calls (``WarpRuntime.run``) and :func:`~gym_graphreset.host_transition` are opaque.
+
+Never silently slow: :class:`CompiledStep` records the first call's compile time, every graph break
+that is not at a declared boundary (by its reason), and every recompile (by the guard that failed),
+and warns (:class:`CompileWarning`) the first time each appears. ``capture_report().state["compile"]``
+holds the :class:`CompileReport`. Under the step graph the compiled code runs only for the warm-up and
+the capture; afterwards the graph replays its kernels and no Python (and no recompile) runs at all.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeVar
+
+import torch
+
+__all__ = ["CompileBackend", "CompileReport", "CompileWarning", "CompiledStep", "declared_boundaries", "opaque"]
+
+CompileBackend = Literal["inductor", "aot_eager", "eager"]
+"""``torch.compile`` backends: ``"inductor"`` fuses kernels (the point); ``"aot_eager"`` and ``"eager"``
+trace without code generation (fast: for testing what dynamo sees)."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DECLARED: set[str] = set()
+_FUNCTION = re.compile(r"<function ([\w.<>]+) at 0x")
+
+
+class CompileWarning(UserWarning):
+    """A compiled step hit a graph break outside a declared boundary, or recompiled."""
+
+
+def opaque(fn: F) -> F:
+    """Declare ``fn`` a boundary of compiled code: never traced, run as written, a graph break expected.
+
+    For calls dynamo cannot or must not trace: a simulator step, warp or other non-torch launches,
+    host-side bookkeeping. A break at a declared boundary is reported as declared, not as a problem.
+
+    Example:
+        >>> @opaque
+        ... def physics(state):  # e.g. a warp/C++ simulator call
+        ...     state.add_(1)
+        >>> "physics" in declared_boundaries()
+        True
+    """
+    _DECLARED.add(fn.__qualname__)
+    return torch.compiler.disable(fn)
+
+
+def declared_boundaries() -> frozenset[str]:
+    """The qualified names of every function declared :func:`opaque`."""
+    return frozenset(_DECLARED)
+
+
+@dataclass
+class CompileReport:
+    """What compiling the step did, and whether anything makes it slower than it should be.
+
+    Attributes:
+        backend: The ``torch.compile`` backend.
+        calls: Compiled calls so far (under the step graph: warm-up and capture only).
+        compile_seconds: Wall time of the first compiled call: tracing, code generation and one run.
+        graphs: Graphs dynamo compiled (one more than the breaks that split the step).
+        declared_breaks: Breaks at :func:`opaque` boundaries, by name (expected).
+        graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python.
+        recompiles: Each recompile, by the function and the guard that failed.
+    """
+
+    backend: CompileBackend
+    calls: int = 0
+    compile_seconds: float | None = None
+    graphs: int = 0
+    declared_breaks: dict[str, int] = field(default_factory=dict)
+    graph_breaks: list[str] = field(default_factory=list)
+    recompiles: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No graph break outside a declared boundary and no recompile."""
+        return not self.graph_breaks and not self.recompiles
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON and ``capture_report()``), with ``ok``."""
+        return {**asdict(self), "ok": self.ok}
+
+
+class CompiledStep:
+    """``fn`` through ``torch.compile`` (static shapes), with a :class:`CompileReport` of every call.
+
+    The first call runs ``fn`` as written: it makes what a step makes once (check slots, carriers),
+    which would otherwise change the Python state dynamo guards on and recompile the second call. The
+    second call compiles; from then on any recompile is a real one, and is reported.
+
+    Args:
+        fn: The step's device work (its Python must be traceable, except at :func:`opaque` calls).
+        backend: The ``torch.compile`` backend.
+    """
+
+    def __init__(self, fn: Callable[..., Any], backend: CompileBackend) -> None:
+        self.fn = fn
+        self.report = CompileReport(backend)
+        self._compiled = torch.compile(fn, backend=backend, dynamic=False)
+        self._warned: set[str] = set()
+        self._settled = False
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the compiled step, recording what dynamo did during the call."""
+        if not self._settled:
+            self._settled = True
+            return self.fn(*args)
+        before = _snapshot()
+        start = time.perf_counter()
+        out = self._compiled(*args)
+        if self.report.compile_seconds is None:
+            self.report.compile_seconds = time.perf_counter() - start
+        self.report.calls += 1
+        self._record(before, _snapshot())
+        return out
+
+    def _record(self, before: _Snapshot, after: _Snapshot) -> None:
+        report = self.report
+        report.graphs += after.graphs - before.graphs
+        for reason, count in after.breaks.items():
+            new = count - before.breaks.get(reason, 0)
+            if new <= 0:
+                continue
+            boundary = _declared_boundary(reason)
+            if boundary is not None:
+                report.declared_breaks[boundary] = report.declared_breaks.get(boundary, 0) + new
+            else:
+                self._flag(report.graph_breaks, f"graph break: {_summary(reason)}")
+        for code, reasons in after.failures.items():
+            for reason in reasons[len(before.failures.get(code, [])) :]:
+                name = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+                self._flag(report.recompiles, f"recompiled {name}: {_first_line(str(reason))}")
+
+    def _flag(self, into: list[str], what: str) -> None:
+        into.append(what)
+        if what not in self._warned:
+            self._warned.add(what)
+            warnings.warn(f"compiled step: {what}", CompileWarning, stacklevel=4)
+
+
+@dataclass
+class _Snapshot:
+    graphs: int
+    breaks: dict[str, int]
+    failures: dict[Any, list[Any]]
+
+
+def _snapshot() -> _Snapshot:
+    from torch._dynamo.utils import counters, guard_failures  # dynamo's own records (imported when compiling)
+
+    return _Snapshot(
+        graphs=int(counters["stats"]["unique_graphs"]),
+        breaks=dict(counters["graph_break"]),
+        failures={code: list(reasons) for code, reasons in guard_failures.items()},
+    )
+
+
+def _parts(reason: str) -> list[str]:
+    return [p.strip() for p in reason.split("*** While handling this graph break, another graph break occurred: ***")]
+
+
+def _declared_boundary(reason: str) -> str | None:
+    """The :func:`opaque` function a break is at, if every part of its reason is such a boundary."""
+    names = []
+    for part in _parts(reason):
+        match = _FUNCTION.search(part)
+        if "torch.compiler.disable" not in part or match is None or match.group(1) not in _DECLARED:
+            return None
+        names.append(match.group(1))
+    return names[0] if names else None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _summary(reason: str) -> str:
+    """A break's reason in one line per part: its title and dynamo's explanation."""
+    out = []
+    for part in _parts(reason):
+        lines = [line.strip() for line in part.splitlines() if line.strip()]
+        explanation = next((line for line in lines if line.startswith("Explanation:")), "")
+        out.append(f"{lines[0] if lines else part} ({explanation.removeprefix('Explanation: ')})")
+    return "; then ".join(out)
