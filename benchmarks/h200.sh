@@ -4,7 +4,7 @@
 #   . /opt/ggkit/env.sh && OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes
 # Logs, JSON and PNGs go to $OUT (flat: at most 8 files come back per call).
 set -uo pipefail
-phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines}
+phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines|compile|ppo}
 OUT=${OUT:?set OUT to an output folder}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1
 bench() { python3 -m gym_graphreset bench --no-progress --out "$OUT" "$@"; }
@@ -35,5 +35,18 @@ from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
         --steps 50 --modes "selected,step graph" --cpu-baseline envpool,gymnasium-async --async-envs 16,64 \
         --envpool-envs 64,256,512,1024 2>&1 | tee -a "$OUT/bench-baselines.log"
     done ;;
+  compile)  # the reset-heavy workload with and without compile_step (one CLI run per size: JSON per size), then
+    # the light workload (Ant-4096) must not regress
+    for n in 4096 512 16384; do
+      bench --env-id gym_graphreset/ResetHeavyHalfCheetah-v0 --num-envs $n --steps 200 \
+        --modes "selected,step graph,step graph+compile" --out "$OUT/reset-heavy-$n" 2>&1 | tee -a "$OUT/bench-compile.log"
+    done
+    bench --env-id gym_graphreset/Ant-v5 --num-envs 4096 --steps 200 --modes "selected,step graph" \
+      --out "$OUT/ant-4096" 2>&1 | tee "$OUT/bench-ant.log" ;;
+  ppo)  # PPO on Ant-v5 x4096: the eager update (before) and the captured update (after), in one run
+    python3 examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda \
+      --update-graph false --time-limit-s 60 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee "$OUT/ppo.log"
+    python3 examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda \
+      --time-limit-s 200 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee -a "$OUT/ppo.log" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
 esac

@@ -7,7 +7,12 @@
 
 What differs from CleanRL's ppo_continuous_action.py, and why:
 - Rollout storage lives on the env's device and the env step has no host sync (masked autoreset, and on
-  CUDA the whole step is one captured graph). The only host reads are one per iteration, for logging.
+  CUDA the whole step is one captured graph). The policy's Gaussian is written out (``torch.distributions``
+  validates its arguments with a host read on every construction).
+- The whole update of an iteration (GAE, the observation normaliser, every epoch and minibatch, the
+  optimizer step included) is one function on fixed buffers. On CUDA it is captured once as a CUDA graph
+  and replayed (``--update-graph``; Adam with ``capturable=True`` and a tensor learning rate), optionally
+  compiled first (``--compile``), as LeanRL does. Host reads: one every ``--log-every`` iterations.
 - Truncation is handled exactly: on a truncated (time-limit) row the target bootstraps from
   ``V(info["final_obs"])``, the true last observation; on a terminated row it does not bootstrap.
   CleanRL's scripts treat truncation as termination; rsl_rl bootstraps with V(s_t) instead of
@@ -21,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -61,6 +68,8 @@ class Args:
     max_grad_norm: float = 1.0
     hidden: int = 256
     cuda_graph: bool = True  # capture the whole env step when on CUDA
+    update_graph: bool = True  # capture the whole PPO update as one CUDA graph when on CUDA (not under torchrun)
+    compile: bool = False  # torch.compile the minibatch loss before capturing the update
     out: str = "runs"
     log_every: int = 10
 
@@ -96,12 +105,15 @@ class RunningNorm(nn.Module):
     def update(self, x: torch.Tensor) -> None:
         batch_mean, batch_var, n = x.mean(0), x.var(0, unbiased=False), x.shape[0]
         delta, total = batch_mean - self.mean, self.count + n
-        self.mean += delta * n / total
-        self.var = (self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total
-        self.count = total
+        self.mean.add_(delta * n / total)  # in place: a captured update holds these buffers
+        self.var.copy_((self.var * self.count + batch_var * n + delta**2 * self.count * n / total) / total)
+        self.count.copy_(total)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return ((x - self.mean) / torch.sqrt(self.var + 1e-8)).clamp(-10, 10)
+
+
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def layer(i: int, o: int, std: float = 2**0.5) -> nn.Linear:
@@ -132,12 +144,19 @@ class Agent(nn.Module):
         """The update's pass (through DDP when distributed)."""
         return self.act(obs, action)
 
-    def act(self, obs: torch.Tensor, action: torch.Tensor | None = None):
+    def act(self, obs: torch.Tensor, action: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """Action (sampled when not given), its log-probability, the entropy and the value.
+
+        The diagonal Gaussian is written out: ``torch.distributions.Normal`` checks its arguments with a
+        host read each time it is built, which would sync every rollout step and break capture.
+        """
         x = self.norm(obs)
-        dist = torch.distributions.Normal(self.actor(x), self.log_std.exp().expand(x.shape[0], -1))
+        mean, log_std = self.actor(x), self.log_std.expand(x.shape[0], -1)
         if action is None:
-            action = dist.sample()
-        return action, dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.critic(x).squeeze(-1)
+            action = mean + log_std.exp() * torch.randn_like(mean)
+        logp = (-0.5 * ((action - mean) / log_std.exp()) ** 2 - log_std - HALF_LOG_2PI).sum(-1)
+        entropy = (0.5 + HALF_LOG_2PI + log_std).sum(-1)
+        return action, logp, entropy, self.critic(x).squeeze(-1)
 
 
 # ----------------------------------------------------------------------------------------- env
@@ -161,19 +180,211 @@ def make_env(args: Args, device: torch.device, global_env_offset: int = 0) -> Fi
     )
 
 
+# ----------------------------------------------------------------------------------------- update
+@dataclass
+class Storage:
+    """One rollout on the env's device, at fixed addresses (a captured update reads them in place)."""
+
+    obs: torch.Tensor  # (T, N, obs_dim)
+    actions: torch.Tensor  # (T, N, act_dim)
+    logp: torch.Tensor  # (T, N)
+    rewards: torch.Tensor  # (T, N): truncation bootstrap folded in
+    dones: torch.Tensor  # (T, N)
+    values: torch.Tensor  # (T, N)
+    last_obs: torch.Tensor  # (N, obs_dim): the observation after the rollout, for the last value
+
+    @classmethod
+    def empty(cls, steps: int, num_envs: int, obs_dim: int, act_dim: int, device: torch.device) -> Storage:
+        def z(*shape: int) -> torch.Tensor:
+            return torch.zeros(*shape, device=device)
+
+        n, t = num_envs, steps
+        return cls(z(t, n, obs_dim), z(t, n, act_dim), z(t, n), z(t, n), z(t, n), z(t, n), z(n, obs_dim))
+
+
+class PPOUpdate:
+    """The whole update of one iteration on :class:`Storage`: GAE, the normaliser, epochs x minibatches.
+
+    Eager, or (``capture=True``, CUDA) run once eagerly on a side stream (Adam's state is created
+    there), then captured as one CUDA graph and replayed every iteration: thousands of small kernels
+    become one launch. ``compile=True`` runs the minibatch loss through ``torch.compile`` first.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        learner: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        store: Storage,
+        args: Args,
+        *,
+        capture: bool,
+        compile: bool,
+    ) -> None:
+        self.agent, self.learner, self.optimizer, self.store, self.args = agent, learner, optimizer, store, args
+        self.capture = capture
+        self.loss = torch.compile(self._loss) if compile else self._loss
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.calls = 0
+
+    def __call__(self) -> None:
+        """Run the update (eagerly, or by replaying its graph)."""
+        self.calls += 1
+        if not self.capture:
+            self._update()
+        elif self.graph is None and self.calls == 1:  # warm-up: a real update, on a side stream
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self._update()
+            torch.cuda.current_stream().wait_stream(side)
+        elif self.graph is None:
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self._update()
+            self.graph.replay()  # capturing ran nothing: this iteration's update
+        else:
+            self.graph.replay()
+
+    def prepare(self) -> float:
+        """Compile and capture before training, on the storage as it is, then undo those updates; seconds.
+
+        Parameters, normaliser and Adam's state are restored in place (a captured graph holds them), so
+        training starts from the initial policy with nothing left to compile.
+        """
+        start = time.perf_counter()
+        saved = {k: v.clone() for k, v in self.agent.state_dict().items()}
+        for _ in range(2 if self.capture else 1):
+            self()
+        with torch.no_grad():
+            for k, v in self.agent.state_dict().items():
+                v.copy_(saved[k])
+            for state in self.optimizer.state.values():
+                for value in state.values():
+                    if isinstance(value, torch.Tensor):
+                        value.zero_()
+        if self.store.obs.is_cuda:
+            torch.cuda.synchronize(self.store.obs.device)
+        return time.perf_counter() - start
+
+    def _loss(
+        self,
+        obs: torch.Tensor,
+        act: torch.Tensor,
+        logp_old: torch.Tensor,
+        adv: torch.Tensor,
+        ret: torch.Tensor,
+        val_old: torch.Tensor,
+    ) -> torch.Tensor:
+        args = self.args
+        _, logp, entropy, value = self.learner(obs, act)
+        ratio = (logp - logp_old).exp()
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+        v_clipped = val_old + (value - val_old).clamp(-args.clip_coef, args.clip_coef)
+        v_loss = 0.5 * torch.max((value - ret) ** 2, (v_clipped - ret) ** 2).mean()
+        return pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy.mean()
+
+    def _update(self) -> None:
+        args, agent, st = self.args, self.agent, self.store
+        T, N = st.rewards.shape
+        with torch.no_grad():  # GAE on the device
+            next_value = agent.value(st.last_obs)
+            advantages = torch.zeros_like(st.rewards)
+            last = torch.zeros_like(next_value)
+            for t in reversed(range(T)):
+                nv = next_value if t == T - 1 else st.values[t + 1]
+                not_done = 1.0 - st.dones[t]
+                delta = st.rewards[t] + args.gamma * nv * not_done - st.values[t]
+                last = delta + args.gamma * args.gae_lambda * not_done * last
+                advantages[t] = last
+            returns = advantages + st.values
+            agent.norm.update(st.obs.reshape(-1, st.obs.shape[-1]))
+        batch = T * N
+        minibatch = batch // args.num_minibatches
+        b_obs, b_act = st.obs.reshape(batch, -1), st.actions.reshape(batch, -1)
+        b_logp, b_adv, b_ret, b_val = (x.reshape(-1) for x in (st.logp, advantages, returns, st.values))
+        perms = torch.rand(args.update_epochs, batch, device=b_obs.device).argsort(dim=1)  # no host read
+        for epoch in range(args.update_epochs):
+            for s in range(0, batch - minibatch + 1, minibatch):
+                idx = perms[epoch, s : s + minibatch]
+                loss = self.loss(b_obs[idx], b_act[idx], b_logp[idx], b_adv[idx], b_ret[idx], b_val[idx])
+                self.optimizer.zero_grad(set_to_none=False)  # in place: the graph holds the grads
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                self.optimizer.step()
+
+
 # ----------------------------------------------------------------------------------------- train
+def warm_up(env: FixedShapeAutoresetVectorEnv, steps: int = 8) -> float:
+    """Step random actions until kernels are compiled and the env step is captured; returns seconds."""
+    start = time.perf_counter()
+    env.reset(seed=0)
+    low = torch.as_tensor(env.single_action_space.low, device=env.device)
+    high = torch.as_tensor(env.single_action_space.high, device=env.device)
+    for _ in range(steps):
+        env.step(low + (high - low) * torch.rand(env.num_envs, low.shape[0], device=env.device))
+    if env.device.type == "cuda":
+        torch.cuda.synchronize(env.device)
+    return time.perf_counter() - start
+
+
+class Split:
+    """Where an iteration's time goes (rollout vs update), from CUDA events read at log points only."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.pending: list[tuple[Any, Any, Any]] = []
+        self.rollout_ms: list[float] = []
+        self.update_ms: list[float] = []
+
+    def mark(self) -> Any:
+        """A point in the stream's timeline (a CUDA event; ``perf_counter`` on the CPU)."""
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def add(self, start: Any, mid: Any, end: Any) -> None:
+        self.pending.append((start, mid, end))
+
+    def read(self) -> None:
+        """Resolve the pending marks (the caller has just read the host, so the events are done)."""
+        for start, mid, end in self.pending:
+            if self.cuda:
+                end.synchronize()
+                self.rollout_ms.append(start.elapsed_time(mid))
+                self.update_ms.append(mid.elapsed_time(end))
+            else:
+                self.rollout_ms.append((mid - start) * 1e3)
+                self.update_ms.append((end - mid) * 1e3)
+        self.pending.clear()
+
+    def summary(self, skip: int = 1) -> dict[str, float]:
+        """Median ms per iteration of each phase, skipping the first ``skip`` iterations."""
+        r, u = self.rollout_ms[skip:] or self.rollout_ms, self.update_ms[skip:] or self.update_ms
+        med = lambda xs: float(np.median(xs)) if xs else float("nan")  # noqa: E731
+        return {"rollout_ms": med(r), "update_ms": med(u)}
+
+
 def train(args: Args) -> dict[str, list[float]]:
-    """Run PPO; returns the logged curve (env steps, mean episode return)."""
+    """Run PPO; returns the logged curve (env steps, mean episode return, seconds) and the time split."""
     distributed = init_distributed()
     share = rank_info(args.num_envs, device=None if args.device == "auto" else args.device)
     device, is_main = share.device, share.rank == 0
     torch.manual_seed(args.seed)
     env = make_env(args, device, share.global_env_offset)
+    warmup_s = warm_up(env)  # kernel compilation and the env's capture: reported, not timed
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
     low = torch.as_tensor(env.single_action_space.low, device=device)
     high = torch.as_tensor(env.single_action_space.high, device=device)
     agent = Agent(obs_dim, act_dim, args.hidden).to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    capture = device.type == "cuda" and args.update_graph and not distributed
+    if is_main and args.update_graph and device.type == "cuda" and distributed:
+        print("--update-graph: not under torchrun (DDP's all-reduce is not captured); the update runs eagerly")
+    lr = torch.tensor(args.learning_rate, device=device) if capture else args.learning_rate
+    optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, capturable=capture)
     learner: nn.Module = agent
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
@@ -181,65 +392,46 @@ def train(args: Args) -> dict[str, list[float]]:
         learner = DistributedDataParallel(agent, device_ids=[device.index] if device.type == "cuda" else None)
 
     T, N = args.num_steps, args.num_envs
-    obs_buf = torch.zeros(T, N, obs_dim, device=device)
-    act_buf = torch.zeros(T, N, act_dim, device=device)
-    logp_buf, rew_buf, done_buf, val_buf = (torch.zeros(T, N, device=device) for _ in range(4))
+    store = Storage.empty(T, N, obs_dim, act_dim, device)
+    update = PPOUpdate(agent, learner, optimizer, store, args, capture=capture, compile=args.compile)
+    warmup_s += update.prepare()  # the update's compile and capture: reported, not timed
     ep_return_sum = torch.zeros((), device=device)
     ep_count = torch.zeros((), device=device)
+    split = Split(device)
 
+    start = time.perf_counter()  # from the first reset (kernels already compiled by the warm-up)
     obs, _ = env.reset(seed=args.seed)
     obs = obs.clone()
     iterations = max(1, args.total_timesteps // (T * N))
     batch = T * N
-    minibatch = batch // args.num_minibatches
     curve: dict[str, list[float]] = {"env_steps": [], "mean_return": [], "seconds": []}
-    start = time.perf_counter()
     bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main)
     for it in bar:
         if args.anneal_lr:
-            optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (it - 1) / iterations)
+            frac = 1.0 - (it - 1) / iterations
+            group = optimizer.param_groups[0]
+            if capture:
+                group["lr"].fill_(args.learning_rate * frac)  # a kernel, no host read
+            else:
+                group["lr"] = args.learning_rate * frac
+        t0 = split.mark()
         # ---- rollout: no host sync inside
         with torch.no_grad():
             for t in range(T):
                 action, logp, _, value = agent.act(obs)
-                obs_buf[t], act_buf[t], logp_buf[t], val_buf[t] = obs, action, logp, value
+                store.obs[t], store.actions[t], store.logp[t], store.values[t] = obs, action, logp, value
                 next_obs, reward, terminated, truncated, info = env.step(torch.clamp(action, low, high))
                 # exact truncation: bootstrap from the true last observation, never across termination
                 bootstrap = truncated & ~terminated
                 reward = reward + args.gamma * agent.value(info["final_obs"]) * bootstrap
-                rew_buf[t], done_buf[t] = reward, (terminated | truncated).float()
+                store.rewards[t], store.dones[t] = reward, (terminated | truncated).float()
                 ep_return_sum += info["episode"]["r"].sum()
                 ep_count += info["_episode"].sum()
                 obs = next_obs.clone()  # the ring reuses its slots after published_buffer_depth steps
-            next_value = agent.value(obs)
-            advantages = torch.zeros_like(rew_buf)
-            last = torch.zeros(N, device=device)
-            for t in reversed(range(T)):
-                nv = next_value if t == T - 1 else val_buf[t + 1]
-                not_done = 1.0 - done_buf[t]
-                delta = rew_buf[t] + args.gamma * nv * not_done - val_buf[t]
-                last = delta + args.gamma * args.gae_lambda * not_done * last
-                advantages[t] = last
-            returns = advantages + val_buf
-        agent.norm.update(obs_buf.reshape(-1, obs_dim))
-        # ---- update
-        b_obs, b_act = obs_buf.reshape(-1, obs_dim), act_buf.reshape(-1, act_dim)
-        b_logp, b_adv, b_ret, b_val = (x.reshape(-1) for x in (logp_buf, advantages, returns, val_buf))
-        for _ in range(args.update_epochs):
-            perm = torch.randperm(batch, device=device)
-            for s in range(0, batch, minibatch):
-                idx = perm[s : s + minibatch]
-                _, logp, entropy, value = learner(b_obs[idx], b_act[idx])
-                ratio = (logp - b_logp[idx]).exp()
-                adv = (b_adv[idx] - b_adv[idx].mean()) / (b_adv[idx].std() + 1e-8)
-                pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                v_clipped = b_val[idx] + (value - b_val[idx]).clamp(-args.clip_coef, args.clip_coef)
-                v_loss = 0.5 * torch.max((value - b_ret[idx]) ** 2, (v_clipped - b_ret[idx]) ** 2).mean()
-                loss = pg_loss + args.vf_coef * v_loss - args.ent_coef * entropy.mean()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
+            store.last_obs.copy_(obs)
+        t1 = split.mark()
+        update()
+        split.add(t0, t1, split.mark())
         # ---- logging: one host read per `log_every` iterations
         if it % args.log_every == 0 or it == iterations:
             totals = torch.stack((ep_return_sum, ep_count))
@@ -248,6 +440,7 @@ def train(args: Args) -> dict[str, list[float]]:
 
                 dist.all_reduce(totals)  # one collective per log line
             total_return, count = totals.tolist()
+            split.read()
             if count > 0:
                 mean_return = total_return / count
                 curve["env_steps"].append(it * batch * share.world_size)
@@ -260,29 +453,43 @@ def train(args: Args) -> dict[str, list[float]]:
             ep_count.zero_()
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
             break  # under torchrun every rank must stop together: give all ranks the same limit
+    elapsed = time.perf_counter() - start
     env.close()
     if distributed:
         import torch.distributed as dist
 
         dist.destroy_process_group()
+    parts = split.summary()
     curve["is_main"] = [float(is_main)]
+    curve["split"] = [parts["rollout_ms"], parts["update_ms"]]
+    curve["timing"] = [warmup_s, elapsed, it * batch * share.world_size / elapsed]
+    if is_main:
+        print(
+            f"\n{args.env_id} x{args.num_envs}: update graph {capture}, compile {args.compile}: "
+            f"{curve['timing'][2]:,.0f} env-steps/s over {elapsed:.1f} s from the first reset "
+            f"(before it: kernel compilation, env and update capture{', update compile' if args.compile else ''}: "
+            f"{warmup_s:.1f} s); per iteration "
+            f"(median): rollout {parts['rollout_ms']:.1f} ms, update {parts['update_ms']:.1f} ms"
+        )
     return curve
 
 
 def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
-    """Episode-return curve as PNG (and the numbers as .npz) under ``args.out``; the .npz alone without matplotlib."""
+    """Return vs env steps and vs wall time, PNG and .npz, under ``args.out`` (the .npz alone without matplotlib)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}"
+    stem = f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}" + ("" if args.update_graph else "-eager-update")
     np.savez(out / f"{stem}.npz", **{k: np.asarray(v) for k, v in curve.items()})
     plt = import_pyplot(out / f"{stem}.png")
     if plt is None:
         return out / f"{stem}.npz"
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(curve["env_steps"], curve["mean_return"])
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("mean episode return")
-    ax.set_title(f"PPO on {args.env_id} ({args.num_envs} envs)")
+    fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    by_steps.plot(curve["env_steps"], curve["mean_return"])
+    by_steps.set_xlabel("env steps")
+    by_steps.set_ylabel("mean episode return")
+    by_time.plot(curve["seconds"], curve["mean_return"])
+    by_time.set_xlabel("seconds from the first reset")
+    fig.suptitle(f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})")
     fig.tight_layout()
     fig.savefig(out / f"{stem}.png", dpi=120)
     plt.close(fig)

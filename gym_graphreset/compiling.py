@@ -78,7 +78,9 @@ class CompileReport:
         graphs: Graphs dynamo compiled (one more than the breaks that split the step).
         declared_breaks: Breaks at :func:`opaque` boundaries, by name (expected).
         graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python.
-        recompiles: Each recompile, by the function and the guard that failed.
+        recompiles: Each recompile, by the function and the guard that failed: any after the first
+            compiled call, and in it any function compiled more than once (one compile there is this
+            step's own, when another env's step was compiled first).
     """
 
     backend: CompileBackend
@@ -126,13 +128,14 @@ class CompiledStep:
         before = _snapshot()
         start = time.perf_counter()
         out = self._compiled(*args)
-        if self.report.compile_seconds is None:
+        first = self.report.compile_seconds is None
+        if first:
             self.report.compile_seconds = time.perf_counter() - start
         self.report.calls += 1
-        self._record(before, _snapshot())
+        self._record(before, _snapshot(), first)
         return out
 
-    def _record(self, before: _Snapshot, after: _Snapshot) -> None:
+    def _record(self, before: _Snapshot, after: _Snapshot, first: bool) -> None:
         report = self.report
         report.graphs += after.graphs - before.graphs
         for reason, count in after.breaks.items():
@@ -145,7 +148,10 @@ class CompiledStep:
             else:
                 self._flag(report.graph_breaks, f"graph break: {_summary(reason)}")
         for code, reasons in after.failures.items():
-            for reason in reasons[len(before.failures.get(code, [])) :]:
+            new = reasons[len(before.failures.get(code, [])) :]
+            if first and len(new) <= 1:  # this step's own compile (another env's entry was cached first)
+                continue
+            for reason in new:
                 name = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
                 self._flag(report.recompiles, f"recompiled {name}: {_first_line(str(reason))}")
 

@@ -121,6 +121,12 @@ class AutoresetConfig:
                 "`compile_step=True` requires `masked_autoreset=True`: the selected-row path reads the host "
                 "every step, which would split the compiled step at every read"
             )
+        if self.compile_step and self.executor == "step_graph" and self.autoreset_graph_warmup < 2:
+            raise ValueError(
+                "`compile_step=True` with the step graph requires `autoreset_graph_warmup >= 2` (the first step runs "
+                f"as written, the second compiles; compiling during the capture would fail), got "
+                f"{self.autoreset_graph_warmup}"
+            )
         if self.compile_step and self.executor == "reset_graph":
             raise ValueError(
                 "`compile_step=True` cannot be combined with `cuda_graph_scope='reset'` (the reset body would be "

@@ -104,6 +104,7 @@ def test_recompile_is_reported_with_the_failed_guard() -> None:
         ({"compile_step": True}, "requires `masked_autoreset=True`"),
         (PRESETS["reset_graph"].flags() | {"compile_step": True}, "cuda_graph_scope='step'"),
         (PRESETS["masked"].flags() | {"compile_step": True, "compile_backend": "tvm"}, "compile_backend"),
+        (PRESETS["step_graph"].flags() | {"compile_step": True, "autoreset_graph_warmup": 1}, "warmup >= 2"),
         (PRESETS["masked"].flags() | {"compile_step": 1}, "`compile_step` must be a bool"),
     ],
 )
@@ -167,6 +168,20 @@ def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, prese
         report = assert_compiled_matches_uncompiled(factory, actions, flags=flags, backend="aot_eager")
     assert report["calls"] == steps - 1  # every step but the first ran compiled
     assert set(report["declared_breaks"]) <= declared_boundaries()
+
+
+def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> None:
+    """Dynamo's cache is process-wide: a second env's first compile replaces the first env's entry, once."""
+    flags = PRESETS["masked"].flags() | {"compile_step": True, "compile_backend": "eager"}
+    actions = _actions(_cartpole({}).action_space, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(2):
+            env = _cartpole(flags)
+            env.reset(seed=0)
+            for a in actions:
+                env.step(a)
+            assert env.capture_report().state["compile"]["ok"]
 
 
 def test_inductor_on_the_cpu_matches_to_float_tolerance() -> None:
