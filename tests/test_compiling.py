@@ -207,14 +207,14 @@ def test_compiled_step_graph_is_sync_free_and_matches_uncompiled(env_id: str) ->
 
     compiled = PRESETS["step_graph"].flags() | {"compile_step": True, "validation_poll_interval": 10_000}
     env = factory(compiled)
-    pool = _actions(env.action_space, 8)
+    pool = [a.cuda() for a in _actions(env.action_space, 8)]  # on the device: a host copy would wait for the GPU
     env.reset(seed=0)
     for a in pool:
-        env.step(a.cuda())
-    canary = assert_sync_free(lambda: env.step(pool[0].cuda()), device="cuda", steps=4)
+        env.step(a)
+    canary = assert_sync_free(lambda: env.step(pool[0]), device="cuda", steps=4)
     report = env.capture_report().state["compile"]
     print(f"\n{env_id} compiled step graph canary: {canary}; compile report: {report}")
-    assert report["ok"] and env.graph is not None and env.graph.captured
+    assert report["ok"] and env.graph is not None and env.graph.captured and env.graph.captures == 1
     gen = torch.Generator(device="cuda").manual_seed(0)
     low = torch.as_tensor(env.single_action_space.low, device="cuda")
     high = torch.as_tensor(env.single_action_space.high, device="cuda")
