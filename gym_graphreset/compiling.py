@@ -148,10 +148,10 @@ class CompiledStep:
             else:
                 self._flag(report.graph_breaks, f"graph break: {_summary(reason)}")
         for code, reasons in after.failures.items():
-            new = reasons[len(before.failures.get(code, [])) :]
-            if first and len(new) <= 1:  # this step's own compile (another env's entry was cached first)
+            failed = reasons[len(before.failures.get(code, [])) :]
+            if first and len(failed) <= 1:  # this step's own compile (another env's entry was cached first)
                 continue
-            for reason in new:
+            for reason in failed:
                 name = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
                 self._flag(report.recompiles, f"recompiled {name}: {_first_line(str(reason))}")
 

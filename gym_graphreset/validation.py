@@ -17,8 +17,13 @@ import torch
 
 __all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "all_finite", "finite_rows"]
 
-PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor, str]]
-"""A region's deferred verdicts: name -> (verdict, (first bad row, count), message)."""
+PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor | None, str]]
+"""A region's deferred checks: name -> (``ok``, its row summary or ``None``, message).
+
+A bool ``(rows,)`` ``ok`` without a summary is per row: the region's end stacks every such column and
+computes their verdicts and row summaries at once. Otherwise ``ok`` is one 0-dim verdict, with the
+``(first bad row, count)`` summary it came with (``require_many``'s ``bad_rows``) or none.
+"""
 
 
 def finite_rows(x: torch.Tensor) -> torch.Tensor:
@@ -120,15 +125,12 @@ class ValidationLatch:
             raise TypeError(f"`ok` must have dtype torch.bool, got {ok.dtype}")
         self.slot(name, message)
         ok = ok.to(self.device)
-        if ok.dim() == 0:
-            verdict, rows = ok, self._no_rows
-        else:
-            bad = ~ok.reshape(ok.shape[0], -1).all(dim=1)
-            verdict, rows = ~bad.any(), _row_summary(bad.unsqueeze(1))[0]
+        if ok.dim() > 1:
+            ok = ok.reshape(ok.shape[0], -1).all(dim=1)
         if self._batch is not None:
-            self._defer(verdict, rows, name, message)
+            self._defer(ok, None, name, message)
             return
-        self._latch_many(verdict.view(1), (name,), (message,), rows.view(1, 2))
+        self._latch_pending({name: (ok, None, message)})
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -155,23 +157,44 @@ class ValidationLatch:
         """End the region :meth:`open_batch` started: latch its verdicts in one write, restore ``outer``."""
         pending, self._batch = self._batch, outer
         if pending:
-            names = tuple(pending)
-            messages = tuple(m for *_, m in pending.values())
-            verdicts = torch.stack([v for v, _, _ in pending.values()])
-            rows = torch.stack([r for _, r, _ in pending.values()])
-            self._latch_many(verdicts, names, messages, rows)
+            self._latch_pending(pending)
 
     def discard_batch(self, outer: PendingChecks | None) -> None:
         """Drop an unfinished region (its step raised) and restore ``outer``: nothing is latched."""
         self._batch = outer
 
-    def _defer(self, verdict: torch.Tensor, rows: torch.Tensor, name: str, message: str) -> None:
+    def _defer(self, ok: torch.Tensor, rows: torch.Tensor | None, name: str, message: str) -> None:
         assert self._batch is not None
         earlier = self._batch.get(name)
-        if earlier is not None:  # a name repeated in one region: AND the verdicts, keep the first rows that failed
-            rows = torch.where(earlier[0], rows, earlier[1])
-            verdict = earlier[0] & verdict
-        self._batch[name] = (verdict, rows, message)
+        if earlier is not None:  # a name repeated in one region: AND them, keep the first rows that failed
+            if earlier[0].dim() == ok.dim() == 0 and earlier[1] is None and rows is None:
+                ok = earlier[0] & ok  # two 0-dim verdicts without rows
+            else:
+                (v0, r0), (v1, r1) = _verdict(earlier[0], earlier[1], self._no_rows), _verdict(ok, rows, self._no_rows)
+                ok, rows = v0 & v1, torch.where(v0, r1, r0)
+        self._batch[name] = (ok, rows, message)
+
+    def _latch_pending(self, pending: PendingChecks) -> None:
+        """Latch a region's checks in one write.
+
+        Per-row columns of one length are stacked and summarised together (a few kernels for all of
+        them); 0-dim verdicts are stacked as they are.
+        """
+        names, messages = tuple(pending), tuple(m for *_, m in pending.values())
+        verdicts: list[torch.Tensor] = []
+        summaries: list[torch.Tensor] = []
+        columns: dict[int, list[int]] = {}  # rows -> positions of the per-row checks of that length
+        for i, (ok, rows, _) in enumerate(pending.values()):
+            verdicts.append(ok)
+            summaries.append(self._no_rows if rows is None else rows)
+            if ok.dim() == 1 and rows is None:
+                columns.setdefault(ok.shape[0], []).append(i)
+        for positions in columns.values():
+            good = torch.stack([verdicts[i] for i in positions], dim=1)  # (rows, k)
+            summary, verdict = _row_summary(~good), good.all(dim=0)
+            for j, i in enumerate(positions):
+                verdicts[i], summaries[i] = verdict[j], summary[j]
+        self._latch_many(torch.stack(verdicts), names, messages, torch.stack(summaries))
 
     def require_many(
         self,
@@ -272,6 +295,13 @@ class ValidationLatch:
         """Forget every verdict (in place)."""
         self.first_failed.fill_(-1)
         self.rows.fill_(-1)
+
+
+def _verdict(ok: torch.Tensor, rows: torch.Tensor | None, no_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One pending check as (0-dim verdict, row summary)."""
+    if rows is not None or ok.dim() == 0:
+        return ok, no_rows if rows is None else rows
+    return ok.all(), _row_summary((~ok).unsqueeze(1))[0]
 
 
 def _row_summary(bad: torch.Tensor) -> torch.Tensor:

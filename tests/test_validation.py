@@ -90,6 +90,37 @@ def test_batched_requires_latch_like_immediate_ones(batched: bool) -> None:
     assert first == {"b": 1, "m[1]": 2, "c": 2, "a": 2}  # m[1] takes each step's last ok
 
 
+def _per_row_script(latch: ValidationLatch, step: int) -> None:
+    """Per-row checks of two lengths, a 0-dim one, a name repeated per row and mixed, rows from require_many."""
+    gen = torch.Generator().manual_seed(step)
+    rows8 = torch.rand(8, generator=gen) > 0.3
+    latch.require(rows8, "rows8", "m")
+    latch.require(torch.rand(8, 3, generator=gen) > 0.1, "elements", "m")  # read per row
+    latch.require(torch.rand(5, generator=gen) > 0.4, "rows5", "m")
+    latch.require(torch.tensor(step != 2), "scalar", "m")
+    latch.require(torch.rand(8, generator=gen) > 0.3, "repeated", "m")
+    latch.require(torch.rand(8, generator=gen) > 0.3, "repeated", "m")
+    latch.require(torch.rand(8, generator=gen) > 0.2, "mixed", "m")
+    latch.require(torch.tensor(step != 3), "mixed", "m")
+    bad = torch.rand(8, 2, generator=gen) > 0.8
+    latch.require_many(~bad.any(dim=0), ("many[0]", "many[1]"), ("m", "m"), bad_rows=bad)
+
+
+def test_batched_row_summaries_match_immediate_ones() -> None:
+    """Per-row columns summarised together at a region's end give each check's own first row and count."""
+    latches = {"immediate": ValidationLatch("cpu", capacity=16), "batched": ValidationLatch("cpu", capacity=16)}
+    for step in range(5):
+        for kind, latch in latches.items():
+            with latch.batch() if kind == "batched" else contextlib.nullcontext():
+                _per_row_script(latch, step)
+            latch.advance()
+    immediate, batched = latches.values()
+    assert immediate.names == batched.names
+    assert torch.equal(immediate.first_failed, batched.first_failed)
+    assert torch.equal(immediate.rows, batched.rows)
+    assert (immediate.first_failed[: len(immediate.names)] >= 0).all()  # every check failed at some step
+
+
 def test_nested_batches_latch_at_their_own_end() -> None:
     """An inner batch (a separately captured reset body) latches when it closes, not with the outer one."""
     latch = ValidationLatch("cpu", capacity=4)
