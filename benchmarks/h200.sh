@@ -35,14 +35,17 @@ from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
         --steps 50 --modes "selected,step graph" --cpu-baseline envpool,gymnasium-async --async-envs 16,64 \
         --envpool-envs 64,256,512,1024 2>&1 | tee -a "$OUT/bench-baselines.log"
     done ;;
-  compile)  # the reset-heavy workload with and without compile_step (one CLI run per size: JSON per size), then
-    # the light workload (Ant-4096) must not regress
-    for n in 4096 512 16384; do
-      bench --env-id gym_graphreset/ResetHeavyHalfCheetah-v0 --num-envs $n --steps 200 \
-        --modes "selected,step graph,step graph+compile" --out "$OUT/reset-heavy-$n" 2>&1 | tee -a "$OUT/bench-compile.log"
-    done
-    bench --env-id gym_graphreset/Ant-v5 --num-envs 4096 --steps 200 --modes "selected,step graph" \
-      --out "$OUT/ant-4096" 2>&1 | tee "$OUT/bench-ant.log" ;;
+  compile)  # the reset-heavy workload with and without compile_step (one CLI run per size: JSON per size), the
+    # compiled step graph's CUDA tests (canary, statistical equivalence), then Ant-4096 with and without compile
+    modes="selected,step graph,step graph+compile"
+    heavy=(python3 -m gym_graphreset bench --no-progress --env-id gym_graphreset/ResetHeavyHalfCheetah-v0 --steps 200)
+    timeout 240 "${heavy[@]}" --num-envs 4096 --modes "$modes" --out "$OUT/reset-heavy-4096" 2>&1 | tee -a "$OUT/bench-compile.log"
+    timeout 200 python3 -m pytest tests/test_compiling.py -m cuda -q -s -p no:cacheprovider -p no:logging 2>&1 \
+      | grep -v "^Module\|^Warp\|^   \|settotalmass" | tee "$OUT/compile-tests.log"
+    timeout 200 "${heavy[@]}" --num-envs 512 --modes "$modes" --out "$OUT/reset-heavy-512" 2>&1 | tee -a "$OUT/bench-compile.log"
+    timeout 200 "${heavy[@]}" --num-envs 16384 --modes "$modes" --out "$OUT/reset-heavy-16384" 2>&1 | tee -a "$OUT/bench-compile.log"
+    timeout 200 python3 -m gym_graphreset bench --no-progress --env-id gym_graphreset/Ant-v5 --num-envs 4096 --steps 200 \
+      --modes "$modes" --out "$OUT/ant-4096" 2>&1 | tee "$OUT/bench-ant.log" ;;
   ppo)  # PPO on Ant-v5 x4096: the eager update (before) and the captured update (after), in one run
     python3 examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda \
       --update-graph false --time-limit-s 60 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee "$OUT/ppo.log"
