@@ -323,7 +323,7 @@ def table(results: Sequence[ModeResult]) -> str:
             c = r.extra["compile"]
             lines.append(
                 f"\n{r.env_id} x{r.num_envs} {r.mode}: compiled in {c['compile_seconds']:.1f} s (first compiled call, "
-                f"not in ms/step), {c['graphs']} graphs, breaks at declared boundaries {c['declared_breaks']}, "
+                f"not in ms/step), {c['graphs']} graph(s), breaks at declared boundaries {c['declared_breaks']}, "
                 f"other graph breaks {len(c['graph_breaks'])}, recompiles {len(c['recompiles'])}"
                 + "".join(f"\n  - {what}" for what in c["graph_breaks"] + c["recompiles"])
             )
