@@ -321,11 +321,17 @@ def table(results: Sequence[ModeResult]) -> str:
     for r in results:
         if "compile" in r.extra:
             c = r.extra["compile"]
+            what = (
+                f"compiled in {c['compile_seconds']:.1f} s (first compiled call, not in ms/step), "
+                f"{c['graphs']} graph(s)"
+                if c["graphs"]
+                else f"reused the graphs compiled for an earlier env in this process ({c['compile_seconds']:.2f} s)"
+            )
             lines.append(
-                f"\n{r.env_id} x{r.num_envs} {r.mode}: compiled in {c['compile_seconds']:.1f} s (first compiled call, "
-                f"not in ms/step), {c['graphs']} graph(s), breaks at declared boundaries {c['declared_breaks']}, "
-                f"other graph breaks {len(c['graph_breaks'])}, recompiles {len(c['recompiles'])}"
-                + "".join(f"\n  - {what}" for what in c["graph_breaks"] + c["recompiles"])
+                f"\n{r.env_id} x{r.num_envs} {r.mode}: {what}, breaks at declared boundaries "
+                f"{c['declared_breaks']}, other graph breaks {len(c['graph_breaks'])}, "
+                f"recompiles {len(c['recompiles'])}"
+                + "".join(f"\n  - {item}" for item in c["graph_breaks"] + c["recompiles"])
             )
     return "\n".join(lines)
 

@@ -75,7 +75,8 @@ class CompileReport:
         backend: The ``torch.compile`` backend.
         calls: Compiled calls so far (under the step graph: warm-up and capture only).
         compile_seconds: Wall time of the first compiled call: tracing, code generation and one run.
-        graphs: Graphs dynamo compiled (one more than the breaks that split the step).
+        graphs: Graphs dynamo compiled for this step (one more than the breaks that split it); 0 when
+            the code compiled for an earlier env of this process passed its guards and was reused.
         declared_breaks: Breaks at :func:`opaque` boundaries, by name (expected).
         graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python.
         recompiles: Each recompile, by the function and the guard that failed: any after the first

@@ -85,3 +85,27 @@ def test_no_ratio_across_tasks_and_same_task_by_default(tmp_path: Path, capsys: 
     assert "no ratio: Gymnasium AsyncVectorEnv ran another task, Acrobot-v1" in out and "x Gymnasium" not in out
     main([*args, "--out", str(tmp_path), "--no-progress", "--async-baseline", "--async-envs", "2"])
     assert "x Gymnasium AsyncVectorEnv on the same task" in capsys.readouterr().out
+
+
+def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
+    """A compiled mode's line gives its compile time (not in ms/step), its graphs, and names any problem."""
+    from gym_graphreset.bench import ModeResult, table
+
+    def result(mode: str, ms: float, report: dict | None = None) -> ModeResult:
+        extra = {} if report is None else {"compile": report}
+        return ModeResult(mode, "e", 512, "cuda:0", 10, ms, 512 / ms * 1e3, 0.0, None, extra)
+
+    fresh = {"compile_seconds": 33.3, "graphs": 17, "declared_breaks": {"WarpRuntime.run": 8}, "recompiles": []}
+    fresh["graph_breaks"] = ["graph break: Data-dependent branching (...)"]
+    reused = {"compile_seconds": 0.01, "graphs": 0, "declared_breaks": {}, "graph_breaks": [], "recompiles": []}
+    text = table(
+        [
+            result("bare physics", 2.0),
+            result("non-physics+compile", 0.3, fresh),
+            result("step graph+compile", 2.2, reused),
+        ]
+    )
+    assert "e x512: step graph+compile 2.200 ms = 0.957 x (bare physics 2.000 + non-physics+compile 0.300)" in text
+    assert "non-physics+compile: compiled in 33.3 s (first compiled call, not in ms/step), 17 graph(s)" in text
+    assert "other graph breaks 1" in text and "  - graph break: Data-dependent branching" in text
+    assert "step graph+compile: reused the graphs compiled for an earlier env in this process" in text
