@@ -198,8 +198,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         the env and terms themselves (``flags``, ``reset_selection_blockers``, ``step_capture_blockers``),
         so on a CPU the report still says whether the env would capture on a GPU
         (:attr:`CaptureReport.eligible_on_cuda`). ``state["participants"]`` lists each participant's
-        protocol roles; the other ``state`` keys say what the graph did. Never a silent fallback: asking
-        for capture when this report has reasons is a ``ValueError`` at construction.
+        protocol roles; ``state["compile"]`` is the :class:`~gym_graphreset.compiling.CompileReport` (as a
+        dict) with ``compile_step``, else ``None``; the other ``state`` keys say what the graph did. Never a
+        silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
+        construction.
         """
         scope = scope or self.config.cuda_graph_scope
         reasons = cuda_capture_reasons(self.device)
