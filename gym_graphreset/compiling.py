@@ -78,7 +78,8 @@ class CompileReport:
         graphs: Graphs dynamo compiled for this step (one more than the breaks that split it); 0 when
             the code compiled for an earlier env of this process passed its guards and was reused.
         declared_breaks: Breaks at :func:`opaque` boundaries, by name (expected).
-        graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python.
+        graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python; a frame
+            dynamo gave up on (it then runs as written, unfused) is one too.
         recompiles: Each recompile, by the function and the guard that failed: any after the first
             compiled call, and in it any function compiled more than once (one compile there is this
             step's own, when another env's step was compiled first).
@@ -148,6 +149,10 @@ class CompiledStep:
                 report.declared_breaks[boundary] = report.declared_breaks.get(boundary, 0) + new
             else:
                 self._flag(report.graph_breaks, f"graph break: {_summary(reason)}")
+        for reason, count in after.skipped.items():  # a frame dynamo gave up on runs as written: not fused
+            fresh = count > before.skipped.get(reason, 0) and after.breaks.get(reason) == before.breaks.get(reason)
+            if fresh and _declared_boundary(reason) is None:
+                self._flag(report.graph_breaks, f"graph break, frame run as written: {_summary(reason)}")
         for code, reasons in after.failures.items():
             failed = reasons[len(before.failures.get(code, [])) :]
             if first and len(failed) <= 1:  # this step's own compile (another env's entry was cached first)
@@ -167,6 +172,7 @@ class CompiledStep:
 class _Snapshot:
     graphs: int
     breaks: dict[str, int]
+    skipped: dict[str, int]  # reasons dynamo gave up on a frame (it then runs as written)
     failures: dict[Any, list[Any]]
 
 
@@ -176,6 +182,7 @@ def _snapshot() -> _Snapshot:
     return _Snapshot(
         graphs=int(counters["stats"]["unique_graphs"]),
         breaks=dict(counters["graph_break"]),
+        skipped=dict(counters["unimplemented"]),
         failures={code: list(reasons) for code, reasons in guard_failures.items()},
     )
 

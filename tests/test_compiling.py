@@ -9,7 +9,9 @@ combinations are refused. On CUDA: the compiled step graph is sync-free and matc
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -73,6 +75,28 @@ def test_undeclared_graph_break_is_reported_and_warned() -> None:
     assert not compiled.report.ok
     assert compiled.report.graph_breaks and "graph break" in compiled.report.graph_breaks[0]
     assert compiled.report.as_dict()["ok"] is False
+
+
+@contextlib.contextmanager
+def _scope() -> Iterator[None]:
+    yield  # a generator context manager: dynamo cannot resume inside one after a graph break
+
+
+def test_boundary_inside_a_generator_context_manager_is_reported() -> None:
+    """An opaque call inside ``@contextmanager`` makes dynamo give up on the whole frame: a problem, named."""
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        with _scope():
+            y = x + 1
+            _simulator(y)
+        return y * 2
+
+    compiled = CompiledStep(step, "eager")
+    compiled(torch.ones(2))
+    with pytest.warns(CompileWarning, match="graph break"):
+        out = compiled(torch.ones(2))
+    assert out.tolist() == [6.0, 6.0]  # still correct, run as written
+    assert not compiled.report.ok and any("context manager" in b for b in compiled.report.graph_breaks)
 
 
 class _Counter:
