@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import PRESETS, EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.bench import import_pyplot, sample_actions
+from gym_graphreset.bench import sample_actions
+from gym_graphreset.plotting import import_pyplot
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,8 +40,8 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.bench import import_pyplot
 from gym_graphreset.distributed import init_distributed, rank_info
+from gym_graphreset.plotting import import_pyplot
 
 
 # ----------------------------------------------------------------------------------------- config

@@ -11,7 +11,8 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, measure_modes, plot_results, save_json, table
+from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, measure_modes, save_json, table
+from gym_graphreset.plotting import plot_results
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 

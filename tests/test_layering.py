@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "baselines",
         "host_reads",
         "bench",
+        "plotting",
         "cli",
         "registration",
         "__init__",
