@@ -32,6 +32,7 @@ __all__ = [
     "JOINT_NAMES",
     "VELOCITY_LIMIT",
     "build_go1_xml",
+    "default_joint_pos",
     "joint_gains",
 ]
 
@@ -80,7 +81,7 @@ ACTION_SCALE = {j: 0.25 * EFFORT_LIMIT[_part(j)] / joint_gains(j)[0] for j in JO
 
 
 def default_joint_pos(joint: str) -> float:
-    """mjlab's standing pose: hips 0.1 rad outward (R positive), thighs 0.9, calves -1.8."""
+    """The standing pose (mjlab's): hips 0.1 rad outward (R positive), thighs 0.9, calves -1.8."""
     part = _part(joint)
     if part == "hip":
         return DEFAULT_JOINT_POS["hip_R"] if joint[1] == "R" else DEFAULT_JOINT_POS["hip_L"]
