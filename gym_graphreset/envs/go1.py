@@ -228,6 +228,13 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             [mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_GEOM, f"{s}_foot_collision") for s in FOOT_NAMES], device=dev
         )
         self.weights = f([self.cfg.weights[k] for k in REWARD_NAMES]) * self.dt
+        c = self.cfg
+        self._push_scale = f([*c.push_lin, *c.push_ang])
+        self._com_scale = f(c.base_com_offset)
+        self._noise_scale = f(
+            [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
+            + [c.noise_joint_vel] * 12
+        )  # fmt: skip
 
     def _constants(self) -> None:
         if not hasattr(self, "_qpos_ids"):
@@ -268,8 +275,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.geom_friction.copy_(friction)
         self.encoder_bias.copy_(self._span(u[:, 3:15], -c.encoder_bias, c.encoder_bias))
         ipos = self.base_ipos.expand(n, -1, -1).clone()
-        offset = torch.tensor(c.base_com_offset, device=self.device)
-        ipos[:, self._trunk] += (2.0 * u[:, 15:18] - 1.0) * offset
+        ipos[:, self._trunk] += (2.0 * u[:, 15:18] - 1.0) * self._com_scale
         self.body_ipos.copy_(ipos)
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -334,8 +340,8 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.push_time_left.sub_(self.dt)
         push = self.push_time_left <= 0.0
         u = self._step_draw(_S_PUSH, 7)
-        lin = (2.0 * u[:, 0:3] - 1.0) * torch.tensor(c.push_lin, device=self.device)
-        ang_w = (2.0 * u[:, 3:6] - 1.0) * torch.tensor(c.push_ang, device=self.device)
+        kick = (2.0 * u[:, 0:6] - 1.0) * self._push_scale  # world linear, world angular
+        lin, ang_w = kick[:, :3], kick[:, 3:]
         ang_b = T.quat_rotate_inverse(self.qpos[:, 3:7], ang_w)  # free-joint angular qvel is in the body frame
         p1 = push.unsqueeze(1)
         self.qvel[:, 0:3].add_(torch.where(p1, lin, 0.0))
@@ -346,9 +352,10 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset the physics of the selected worlds (all by default), then every reset term on the same rows."""
-        super().reset(seed=seed, options=options)
+        self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
         with self._on_stream():
+            self._masked_reset(mask)  # the parent's reset without its observation (ours follows the terms)
             if seed is not None:
                 self._startup_events()
             self._reset_terms(mask)
@@ -435,19 +442,14 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder."""
         if not hasattr(self, "encoder_bias"):
             return torch.zeros(self.num_envs, 1, device=self.device)  # the parent's constructor asks once
-        c = self.cfg
         _, imu_lin, ang = self._base_velocity()
         gravity = T.projected_gravity(self.qpos[:, 3:7])
         joint_pos = self.qpos[:, self._qpos_ids] - self.default_joint_pos
         joint_vel = self.qvel[:, self._qvel_ids]
         clean = (imu_lin, ang, gravity, joint_pos, joint_vel, self.action, self.command)
         u = 2.0 * self._step_draw(_S_NOISE, 33) - 1.0
-        scale = torch.tensor(
-            [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
-            + [c.noise_joint_vel] * 12,
-            device=self.device,
-        )  # fmt: skip
-        noisy = torch.cat((imu_lin, ang, gravity, joint_pos + self.encoder_bias, joint_vel), dim=1) + u * scale
+        noisy = torch.cat((imu_lin, ang, gravity, joint_pos + self.encoder_bias, joint_vel), dim=1)
+        noisy = noisy + u * self._noise_scale
         policy = torch.cat((noisy, self.action, self.command), dim=1)
         height = self.site_xpos[:, self._foot_sites, 2]
         force = self.foot_force.flatten(1)
