@@ -219,3 +219,22 @@ def test_step_graph_is_sync_free_and_compile_step_reports_ok(compile_step: bool)
         print(f"Go1 compile report: {report}")
         assert report["ok"]
     env.close()
+
+
+def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
+    """The PPO example's mjlab-go1 preset runs (asymmetric critic, adaptive lr) and writes the tracking curve."""
+    import json
+
+    from .conftest import load_example
+
+    ppo = load_example("ppo_continuous")
+    argv = ["--preset", "mjlab-go1", "--num-envs", "8", "--num-steps", "8", "--total-timesteps", "128"]
+    argv += ["--update-epochs", "1", "--num-minibatches", "2", "--hidden-dims", "32,32", "--device", "cpu"]
+    args = ppo.parse_args([*argv, "--max-episode-steps", "6", "--log-every", "1", "--out", str(tmp_path)])
+    assert (args.env_id, args.desired_kl, args.ent_coef) == ("gym_graphreset/Go1-Velocity-Flat-v0", 0.01, 0.01)
+    curve = ppo.train(args)
+    path = ppo.save_json(curve, args)
+    logged = json.loads(path.read_text())["curve"]
+    assert len(logged["seconds"]) >= 1 and len(logged["track_linear_velocity"]) == len(logged["seconds"])
+    assert all(0 < x <= 2.0 for x in logged["track_linear_velocity"])  # weight 2 x dt per step / horizon in s
+    assert all(0 < x <= 6 for x in logged["mean_episode_length"])

@@ -142,6 +142,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
     supports_reset_selection = True  # reset is overridden below with masked writes: re-declared
     batched_model_fields = ("geom_friction", "body_ipos")
     refresh = "kinematics"  # the critic reads foot heights (site_xpos) after a reset
+    reward_names = REWARD_NAMES
     reset_term_names = ("base_pose", "joints", "command", "push_timer", "actions", "contact_state")
 
     def __init__(
