@@ -132,6 +132,20 @@ def test_commands_resample_on_their_timer(env: FixedShapeAutoresetVectorEnv) -> 
     assert (inner.command[inner.is_standing] == 0).all()
 
 
+def test_command_curriculum_widens_ranges_by_env_step(env: FixedShapeAutoresetVectorEnv) -> None:
+    """mjlab's stages: x in (-1, 1) / wz in (-0.5, 0.5), then (-1.5, 2) / (-0.7, 0.7) at 120k, (-2, 3) at 240k."""
+    inner = env.env
+    saved = inner.common_step.clone()
+    try:
+        for step, want in ((0, [-1.0, 1.0, -0.5, 0.5]), (120_000, [-1.5, 2.0, -0.7, 0.7]), (10**6, [-2, 3, -0.7, 0.7])):
+            inner.common_step.fill_(step)
+            assert torch.allclose(inner.command_ranges(), torch.tensor(want, dtype=torch.float32))
+        env.reset(seed=11)
+        assert (inner.command[:, 0] <= 3.0).all() and (inner.command[:, 0] > -2.0).all()
+    finally:
+        inner.common_step.copy_(saved)
+
+
 def test_rewards_are_mjlabs_terms_weighted_by_dt(env: FixedShapeAutoresetVectorEnv) -> None:
     """``info["reward_terms"]`` sums to the reward; tracking terms are positive and bounded by weight x dt."""
     env.reset(seed=7)

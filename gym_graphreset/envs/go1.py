@@ -61,10 +61,14 @@ class Go1VelocityCfg:
 
     decimation: int = 4
     episode_length_s: float = 20.0
-    # velocity command
-    lin_vel_x: tuple[float, float] = (-1.0, 1.0)
+    # velocity command; the x and yaw-rate ranges widen with the env-step count (mjlab's command curriculum)
+    velocity_stages: tuple[tuple[int, tuple[float, float], tuple[float, float]], ...] = (
+        (0, (-1.0, 1.0), (-0.5, 0.5)),
+        (5000 * 24, (-1.5, 2.0), (-0.7, 0.7)),
+        (10000 * 24, (-2.0, 3.0), (-0.7, 0.7)),
+    )
+    """(first env step, lin_vel_x range, ang_vel_z range) of each stage."""
     lin_vel_y: tuple[float, float] = (-1.0, 1.0)
-    ang_vel_z: tuple[float, float] = (-0.5, 0.5)
     heading_range: tuple[float, float] = (-math.pi, math.pi)
     resampling_time: tuple[float, float] = (3.0, 8.0)
     rel_standing_envs: float = 0.1
@@ -231,6 +235,9 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.weights = f([self.cfg.weights[k] for k in REWARD_NAMES]) * self.dt
         c = self.cfg
         self._push_scale = f([*c.push_lin, *c.push_ang])
+        self._stage_steps = torch.tensor([s[0] for s in c.velocity_stages], device=dev)
+        self._stage_ranges = f([[*s[1], *s[2]] for s in c.velocity_stages])  # (stages, 4): x lo, x hi, wz lo, wz hi
+        self.common_step = torch.zeros((), dtype=torch.long, device=dev)
         self._com_scale = f(c.base_com_offset)
         self._noise_scale = f(
             [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
@@ -293,11 +300,17 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         qpos[:, self._qpos_ids] = torch.maximum(torch.minimum(joints, self.soft_limits[:, 1]), self.soft_limits[:, 0])
         return qpos, torch.zeros_like(self.qvel)
 
+    def command_ranges(self) -> torch.Tensor:
+        """The curriculum stage's ``(x lo, x hi, wz lo, wz hi)`` at ``common_step``, on the device (no host read)."""
+        stage = (self.common_step >= self._stage_steps).sum() - 1
+        return self._stage_ranges.index_select(0, stage.view(1))[0]
+
     def _resample_command(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """New commands on ``rows`` from the uniforms ``u`` ``(n, 8)`` (mjlab's resampling rules)."""
         c = self.cfg
+        r = self.command_ranges()
         cmd = torch.stack(
-            (self._span(u[:, 0], *c.lin_vel_x), self._span(u[:, 1], *c.lin_vel_y), self._span(u[:, 2], *c.ang_vel_z)),
+            (self._span(u[:, 0], r[0], r[1]), self._span(u[:, 1], *c.lin_vel_y), self._span(u[:, 2], r[2], r[3])),
             dim=1,
         )
         forward = u[:, 6] <= c.rel_forward_envs
@@ -318,7 +331,8 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """Heading rows steer toward their target; standing rows get a zero command."""
         c = self.cfg
         err = T.wrap_to_pi(self.heading_target - T.heading(self.qpos[:, 3:7]))
-        wz = (c.heading_stiffness * err).clamp(c.ang_vel_z[0], c.ang_vel_z[1])
+        r = self.command_ranges()
+        wz = torch.clamp(c.heading_stiffness * err, r[2], r[3])
         self.command[:, 2].copy_(torch.where(self.is_heading, wz, self.command[:, 2]))
         self.command.copy_(torch.where(self.is_standing.unsqueeze(1), 0.0, self.command))
 
@@ -374,6 +388,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             self.ctrl.copy_(target)  # actuators are added in JOINT_NAMES order
             self.runtime.run("physics", self._physics_body)
             self.elapsed.add_(1)
+            self.common_step.add_(1)
             self.overflow_seen.bitwise_or_(self.overflow)
             terms = self._reward_terms()
             reward = terms.sum(dim=1)
