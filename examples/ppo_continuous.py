@@ -521,7 +521,7 @@ def train(args: Args) -> dict[str, list[float]]:
     curve |= {name: [] for name in terms.names}
     bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main)
     for it in bar:
-        if args.anneal_lr:
+        if args.anneal_lr and not args.desired_kl > 0:  # the adaptive schedule owns the rate
             frac = 1.0 - (it - 1) / iterations
             group = optimizer.param_groups[0]
             if capture:

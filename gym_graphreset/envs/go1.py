@@ -124,8 +124,11 @@ class Go1VelocityCfg:
     base_com_offset: tuple[float, float, float] = (0.025, 0.025, 0.03)
 
 
-# counter-RNG streams: one per draw site, so no two terms share a word
-_S_RESET, _S_COMMAND, _S_PUSH_TIMER, _S_NOISE, _S_PUSH, _S_STARTUP = 700, 710, 720, 730, 740, 750
+# Counter-RNG streams. One hash pass per use (a few dozen kernels each), its words split among the terms:
+# reset (episode key): base pose 0-3, joints 4-15, command 16-23, push timer 24;
+# step ((episode, step) key): command 0-7, push 8-14, observation noise 15-47; startup (world key).
+_S_RESET, _S_STEP, _S_STARTUP = 700, 710, 720
+_RESET_WORDS, _STEP_WORDS = 25, 48
 
 
 class Go1VelocityFlatEnv(MJWarpVectorEnv):
@@ -290,7 +293,8 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """Base pose uniform around the spawn point (yaw over the circle), joints at default plus offset."""
         self._constants()
         c = self.cfg
-        u = self._reset_draw(_S_RESET, 16)
+        u = self._reset_draw(_S_RESET, _RESET_WORDS)
+        self._reset_u = u  # the reset terms use the rest of the words
         qpos = self.init_qpos.expand(self.num_envs, -1).clone()
         qpos[:, 0] = self._span(u[:, 0], -c.reset_xy, c.reset_xy)
         qpos[:, 1] = self._span(u[:, 1], -c.reset_xy, c.reset_xy)
@@ -340,8 +344,9 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """Command, push timer, actions and contact bookkeeping of the rows of ``mask`` (masked writes)."""
         self._constants()
         c = self.cfg
-        self._resample_command(mask, self._reset_draw(_S_COMMAND, 8))
-        timer = self._span(self._reset_draw(_S_PUSH_TIMER, 1)[:, 0], *c.push_interval)
+        u = self._reset_u  # drawn by _sample_initial_state for the episodes that start now
+        self._resample_command(mask, u[:, 16:24])
+        timer = self._span(u[:, 24], *c.push_interval)
         self.push_time_left.copy_(torch.where(mask, timer, self.push_time_left))
         m1 = mask.unsqueeze(1)
         for buf in (self.action, self.prev_action, self.air_time, self.contact_time, self.peak_height, self.in_contact):
@@ -349,12 +354,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.foot_force.copy_(torch.where(mask.view(-1, 1, 1), 0.0, self.foot_force))
         self._update_command()
 
-    def _push(self) -> None:
+    def _push(self, u: torch.Tensor) -> None:
         """Add a random base velocity (world frame) on rows whose push timer ran out; re-arm their timer."""
         c = self.cfg
         self.push_time_left.sub_(self.dt)
         push = self.push_time_left <= 0.0
-        u = self._step_draw(_S_PUSH, 7)
         kick = (2.0 * u[:, 0:6] - 1.0) * self._push_scale  # world linear, world angular
         lin, ang_w = kick[:, :3], kick[:, 3:]
         ang_b = T.quat_rotate_inverse(self.qpos[:, 3:7], ang_w)  # free-joint angular qvel is in the body frame
@@ -396,10 +400,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             terminated = torch.acos((-gravity[:, 2]).clamp(-1.0, 1.0)) > self.cfg.fall_angle
             truncated = self.elapsed >= self.max_episode_steps
             self.command_time_left.sub_(self.dt)
-            self._resample_command(self.command_time_left <= 0.0, self._step_draw(_S_COMMAND, 8))
+            u = self._step_draw(_S_STEP, _STEP_WORDS)
+            self._resample_command(self.command_time_left <= 0.0, u[:, 0:8])
             self._update_command()
-            self._push()
-            return self._observe(), reward, terminated, truncated, {"reward_terms": terms}
+            self._push(u[:, 8:15])
+            return self._observe(u), reward, terminated, truncated, {"reward_terms": terms}
 
     # ------------------------------------------------------------------ terms
 
@@ -454,8 +459,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         )  # fmt: skip
         return raw * self.weights
 
-    def _observe(self) -> Any:
-        """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder."""
+    def _observe(self, u: torch.Tensor | None = None) -> Any:
+        """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder.
+
+        ``u``: this step's draws (words 15-47 are the noise), made here when not given.
+        """
         if not hasattr(self, "encoder_bias"):
             return torch.zeros(self.num_envs, 1, device=self.device)  # the parent's constructor asks once
         _, imu_lin, ang = self._base_velocity()
@@ -463,7 +471,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         joint_pos = self.qpos[:, self._qpos_ids] - self.default_joint_pos
         joint_vel = self.qvel[:, self._qvel_ids]
         clean = (imu_lin, ang, gravity, joint_pos, joint_vel, self.action, self.command)
-        u = 2.0 * self._step_draw(_S_NOISE, 33) - 1.0
+        u = 2.0 * (self._step_draw(_S_STEP, _STEP_WORDS) if u is None else u)[:, 15:] - 1.0
         noisy = torch.cat((imu_lin, ang, gravity, joint_pos + self.encoder_bias, joint_vel), dim=1)
         noisy = noisy + u * self._noise_scale
         policy = torch.cat((noisy, self.action, self.command), dim=1)
