@@ -183,7 +183,7 @@ def _mjlab_go1_xml() -> Path | None:
 
 @pytest.mark.skipif(_mjlab_go1_xml() is None, reason="mjlab is not installed (its go1.xml is the same-model variant)")
 def test_mjlab_go1_xml_gets_the_same_settings() -> None:
-    """mjlab's own meshes-and-capsules Go1 loads with the same actuators and stands on MuJoCo C."""
+    """mjlab's own meshes-and-capsules Go1 loads with the same actuators and stands, on MuJoCo C and Warp."""
     import mujoco
 
     ours = mujoco.MjModel.from_xml_string(build_go1_xml())
@@ -197,6 +197,11 @@ def test_mjlab_go1_xml_gets_the_same_settings() -> None:
     for _ in range(200):
         mujoco.mj_step(m, d)
     assert d.qpos[2] > 0.2  # standing, not collapsed
+    env = Go1VelocityFlatEnv(2, device="cpu", model_xml=_mjlab_go1_xml())  # and on MuJoCo Warp
+    env.reset(seed=0)
+    for _ in range(20):
+        terminated = env.step(torch.zeros(2, 12))[2]
+    assert (env.qpos[:, 2] > 0.2).all() and not terminated.any() and (env.in_contact == 1).all()
 
 
 def test_bad_model_xml_is_refused(tmp_path: Path) -> None:

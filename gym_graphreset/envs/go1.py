@@ -31,6 +31,7 @@ from gym_graphreset.envs.go1_model import (
     INIT_BASE_HEIGHT,
     JOINT_NAMES,
     NJMAX,
+    PHYSICS_DT,
     build_go1_xml,
     default_joint_pos,
 )
@@ -144,6 +145,17 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         njmax: Constraint rows per world (mjlab: 300).
         **kwargs: Passed to :class:`~gym_graphreset.envs.mjwarp.MJWarpVectorEnv` (``device``,
             ``nconmax``, ``global_env_offset``...).
+
+    Attributes:
+        command: ``(n, 3)`` the body-frame command (x, y, yaw rate) the policy sees; ``heading_target``,
+            ``is_heading``, ``is_standing`` ``(n,)``: the heading target and the row's command kind.
+        command_time_left: ``(n,)`` seconds to the next command resample; ``push_time_left``: to the next push.
+        action: ``(n, 12)`` this step's raw action; ``prev_action``: the previous step's.
+        in_contact: ``(n, 4)`` foot contact (1.0/0.0); ``air_time``, ``contact_time`` ``(n, 4)`` seconds;
+            ``foot_force`` ``(n, 4, 3)`` net contact force of each foot.
+        encoder_bias: ``(n, 12)`` per-world joint encoder bias (policy observation only).
+        common_step: ``()`` env steps taken since construction (drives the command curriculum).
+        default_joint_pos: ``(12,)``; ``action_scale`` ``(12,)``; ``soft_limits`` ``(12, 2)``.
     """
 
     supports_reset_selection = True  # reset is overridden below with masked writes: re-declared
@@ -168,7 +180,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             raise ValueError(f"`obs_clip` must be None or a positive float, got {obs_clip!r}")
         self.obs_clip = obs_clip
         self.model_xml = model_xml
-        step_dt = 0.005 * self.cfg.decimation
+        step_dt = PHYSICS_DT * self.cfg.decimation
         horizon = max_episode_steps or math.ceil(self.cfg.episode_length_s / step_dt - 1e-9)
         super().__init__(
             build_go1_xml(model_xml),
@@ -195,7 +207,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.air_time, self.contact_time, self.peak_height = z(4), z(4), z(4)
         self.in_contact, self.foot_force = z(4), z(4, 3)
         self.encoder_bias = z(12)
-        self._wants_terms = True
         self.single_action_space = spaces.Box(-np.inf, np.inf, (12,), np.float32)
         self.action_space = batch_space(self.single_action_space, n)
         self._startup_events()
@@ -223,7 +234,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         rng = mjm.jnt_range[ids]
         mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * self.cfg.soft_joint_limit_factor
         self.soft_limits = f(np.stack((mid - half, mid + half), axis=1))
-        self.hard_limits = f(rng)
         calf = [0.0 if j.endswith("calf_joint") else 1.0 for j in JOINT_NAMES]
         self.pose_std = f([[a if c else b for c in calf] for a, b in self.cfg.pose_std])
         self._trunk = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_BODY, "trunk")

@@ -30,6 +30,8 @@ __all__ = [
     "GO1_XML",
     "INIT_BASE_HEIGHT",
     "JOINT_NAMES",
+    "NJMAX",
+    "PHYSICS_DT",
     "VELOCITY_LIMIT",
     "build_go1_xml",
     "default_joint_pos",
@@ -61,8 +63,11 @@ FOOT_RADIUS = 0.023
 FOOT_FRICTION = (1.0, 5e-3, 5e-4)
 COLLISION_SOLREF = (0.01, 1.0)
 NJMAX = 300
+"""Constraint rows per world (mjlab's flat Go1 setting)."""
+PHYSICS_DT = 0.005
+"""Physics timestep [s]."""
 SIM_OPTIONS = {
-    "timestep": 0.005,
+    "timestep": PHYSICS_DT,
     "impratio": 10.0,
     "iterations": 10,
     "ls_iterations": 20,
