@@ -626,7 +626,19 @@ def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
     plt = import_pyplot(out / f"{stem}.png")
     if plt is None:
         return out / f"{stem}.npz"
-    fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    tracking = "track_linear_velocity" in curve
+    fig, axes = plt.subplots(1, 3 if tracking else 2, figsize=(15 if tracking else 10, 4))
+    by_steps, by_time = axes[0], axes[1]
+    if tracking:  # the velocity-tracking reward and the episode length against wall-clock time
+        track = axes[2]
+        track.plot(curve["seconds"], curve["track_linear_velocity"], label="track_linear_velocity")
+        track.plot(curve["seconds"], curve["track_angular_velocity"], label="track_angular_velocity")
+        track.set_xlabel("seconds from the first reset")
+        track.set_ylabel("episode reward / horizon [1/s]")
+        track.legend(loc="upper left")
+        length = track.twinx()
+        length.plot(curve["seconds"], curve["mean_episode_length"], color="grey", linestyle="--")
+        length.set_ylabel("mean episode length (steps, dashed)")
     by_steps.plot(curve["env_steps"], curve["mean_return"])
     by_steps.set_xlabel("env steps")
     by_steps.set_ylabel("mean episode return")

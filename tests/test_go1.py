@@ -257,3 +257,4 @@ def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     assert len(logged["seconds"]) >= 1 and len(logged["track_linear_velocity"]) == len(logged["seconds"])
     assert all(0 < x <= 2.0 for x in logged["track_linear_velocity"])  # weight 2 x dt per step / horizon in s
     assert all(0 < x <= 6 for x in logged["mean_episode_length"])
+    assert ppo.save_curve(curve, args).exists()  # with the tracking panel when matplotlib is there
