@@ -204,8 +204,8 @@ def test_mjlab_go1_xml_gets_the_same_settings() -> None:
     assert (env.qpos[:, 2] > 0.2).all() and not terminated.any() and (env.in_contact == 1).all()
 
 
-def test_bad_model_xml_is_refused(tmp_path: Path) -> None:
-    """A missing file, or an MJCF without Go1's names, is a clear error naming ``model_xml``."""
+def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    """A missing file, an MJCF without Go1's names, a bad clip or config: clear errors naming the argument."""
     with pytest.raises(FileNotFoundError, match=re.escape("`model_xml` must be an MJCF file")):
         build_go1_xml(tmp_path / "nope.xml")
     other = tmp_path / "ball.xml"
@@ -214,6 +214,10 @@ def test_bad_model_xml_is_refused(tmp_path: Path) -> None:
         build_go1_xml(other)
     with pytest.raises(ValueError, match="obs_clip"):
         Go1VelocityFlatEnv(1, device="cpu", obs_clip=-1.0)
+    with pytest.raises(ValueError, match=re.escape("`velocity_stages` must start at env step 0")):
+        Go1VelocityCfg(velocity_stages=((10, (-1.0, 1.0), (-0.5, 0.5)),))
+    with pytest.raises(ValueError, match=re.escape("`weights` must give exactly the terms")):
+        Go1VelocityCfg(weights={"upright": 1.0})
 
 
 @pytest.mark.cuda

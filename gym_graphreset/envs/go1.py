@@ -124,6 +124,13 @@ class Go1VelocityCfg:
     encoder_bias: float = 0.015
     base_com_offset: tuple[float, float, float] = (0.025, 0.025, 0.03)
 
+    def __post_init__(self) -> None:
+        steps = [stage[0] for stage in self.velocity_stages]
+        if not steps or steps[0] != 0 or steps != sorted(steps):
+            raise ValueError(f"`velocity_stages` must start at env step 0 and be sorted by step, got steps {steps}")
+        if set(self.weights) != set(REWARD_NAMES):
+            raise ValueError(f"`weights` must give exactly the terms {list(REWARD_NAMES)}, got {sorted(self.weights)}")
+
 
 # Counter-RNG streams. One hash pass per use (a few dozen kernels each), its words split among the terms:
 # reset (episode key): base pose 0-3, joints 4-15, command 16-23, push timer 24;
