@@ -76,6 +76,10 @@ class DeferredValidationError(RuntimeError):
             + "\nThe env refuses to step until reset()."
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by the constructor's arguments (a worker process's failure reaches its parent intact)."""
+        return type(self), (self.failures, self.window)
+
 
 class ValidationLatch:
     """Fixed-capacity named slots of ``first failed step`` (-1 = never failed) and rows, on the device.
