@@ -179,6 +179,21 @@ BAD_RESETS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
         "ResetSelection has 3 rows, expected 4",
     ),
     "a set of ids": ({"options": {"reset_mask": {0, 1}}}, TypeError, "`reset_mask` must be None, a bool mask"),
+    "torch uint8": (
+        {"options": {"reset_mask": torch.tensor([1, 0, 1, 0], dtype=torch.uint8)}},
+        TypeError,
+        "`reset_mask` of dtype uint8 is ambiguous",
+    ),
+    "numpy uint8": (
+        {"options": {"reset_mask": np.array([1, 0, 1, 0], dtype=np.uint8)}},
+        TypeError,
+        "`reset_mask` of dtype uint8 is ambiguous",
+    ),
+    "numpy object array": (
+        {"options": {"reset_mask": np.array([True, None, True, False])}},
+        TypeError,
+        "`reset_mask` must be a bool mask or integer row ids, got a numpy array of dtype object",
+    ),
 }
 
 
@@ -231,6 +246,31 @@ def test_bool_list_is_a_mask_and_int_list_ids(mode: str) -> None:
     assert (env.env.episode - before).tolist() == [1, 0, 1, 0]
     env.reset(options={"reset_mask": [3]})
     assert (env.env.episode - before).tolist() == [1, 0, 1, 1]
+
+
+NUMPY_LAYOUTS: dict[str, Callable[[], np.ndarray]] = {  # each selects rows 0 and 1
+    "reversed bool": lambda: np.array([False, False, True, True])[::-1],
+    "strided bool": lambda: np.array([True, False, True, False, False, True, False, True])[::2],
+    "reversed ids": lambda: np.array([1, 0])[::-1],
+    "big-endian ids": lambda: np.array([0, 1], dtype=">i8"),
+    "read-only bool": lambda: _read_only(np.array([True, True, False, False])),
+}
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+@pytest.mark.parametrize("layout", list(NUMPY_LAYOUTS))
+def test_numpy_mask_in_any_memory_layout(mode: str, layout: str) -> None:
+    """A valid numpy mask or ids array resets rows 0 and 1, whatever its strides or byte order."""
+    env = _cartpole(mode)
+    env.reset(seed=0)
+    before = env.env.episode.clone()
+    env.reset(options={"reset_mask": NUMPY_LAYOUTS[layout]()})
+    assert (env.env.episode - before).tolist() == [1, 1, 0, 0]
 
 
 def test_huge_seed_is_folded_not_refused() -> None:
