@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -382,6 +382,22 @@ class MJWarpVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"
+
+    def _not_copyable(self) -> TypeError:
+        return TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: its MuJoCo Warp model and data live in warp "
+            f"arrays on {self.device} (with captured graphs and a stream). Build another env with the same "
+            "arguments instead (e.g. gymnasium.make_vec(...)); to carry a state over, copy `env.state()` "
+            "(qpos, qvel) and restore it with `env.set_state(qpos, qvel)`"
+        )
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Refuse pickling and ``copy.copy`` by name (warp's device state cannot be serialised)."""
+        raise self._not_copyable()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
+        """Refuse ``copy.deepcopy`` by name."""
+        raise self._not_copyable()
 
 
 def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
