@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["PublicationRing", "TensorStore", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
+__all__ = ["PublicationRing", "TensorStore", "owned_like", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
 
 Path = tuple[Any, ...]
 
@@ -41,6 +41,17 @@ def tree_leaves(tree: Any, path: Path = ()) -> Iterator[tuple[Path, torch.Tensor
             yield from tree_leaves(v, (*path, i))
 
 
+def owned_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialised, contiguous buffer like ``t`` that is never an inference tensor.
+
+    Persistent buffers outlive the mode they were made in: one allocated under ``torch.inference_mode()``
+    (as rsl_rl's rollout runs) could not be written in place after it, so they are made outside it.
+    Writing them with ``copy_`` then works in inference mode, ``no_grad`` and plain mode alike.
+    """
+    with torch.inference_mode(False):
+        return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
 class TensorStore:
     """Persistent tensors keyed by their path in a tree, written in place with ``copy_``."""
 
@@ -56,7 +67,7 @@ class TensorStore:
         if isinstance(tree, torch.Tensor):
             buf = self._buffers.get(path)
             if buf is None or buf.shape != tree.shape or buf.dtype != tree.dtype or buf.device != tree.device:
-                buf = self._buffers[path] = torch.empty_like(tree, memory_format=torch.contiguous_format)
+                buf = self._buffers[path] = owned_like(tree)
                 self.allocations += 1
             buf.copy_(tree)
             return buf

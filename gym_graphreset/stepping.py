@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from gymnasium.vector import VectorEnv
 
-from gym_graphreset.buffers import TensorStore, tree_copy_, tree_leaves, tree_map, tree_where
+from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_leaves, tree_map, tree_where
 from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
@@ -229,7 +229,7 @@ class MaskedPath(_Path):
                 }
             )
             if self.obs_carrier is None:
-                self.obs_carrier = tree_map(torch.empty_like, c["final_obs"])
+                self.obs_carrier = tree_map(owned_like, c["final_obs"])
             c["obs"] = self._c["obs"] = self.obs_carrier
             self._c.update(c)
             self.run_reset(self._reset_carriers)

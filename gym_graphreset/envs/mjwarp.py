@@ -77,6 +77,7 @@ class MJWarpVectorEnv(VectorEnv):
             :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
             ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
         render_mode: Unsupported; must be ``None``.
+        warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
 
     Attributes:
         m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
@@ -118,6 +119,7 @@ class MJWarpVectorEnv(VectorEnv):
         model_edits: Callable[[Any], None] | None = None,
         kernel_reset: bool = True,
         render_mode: str | None = None,
+        warp_verbose: bool = False,
     ) -> None:
         import mujoco
         import mujoco_warp as mjw
@@ -148,7 +150,7 @@ class MJWarpVectorEnv(VectorEnv):
                     f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
                     "without room for contacts/constraints would silently drop them"
                 )
-        self.runtime = WarpRuntime(self.device)
+        self.runtime = WarpRuntime(self.device, verbose=warp_verbose)
         self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
         with self.runtime.on_stream(wait=False):
             batch = {name: num_envs for name in self.batched_model_fields}
@@ -183,9 +185,10 @@ class MJWarpVectorEnv(VectorEnv):
         from gym_graphreset.envs.mjwarp_reset import KernelReset, ReferenceReset
 
         own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
-        self.reset_strategy: KernelReset | ReferenceReset = (
-            KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
-        )
+        with self.runtime.quiet():
+            self.reset_strategy: KernelReset | ReferenceReset = (
+                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+            )
 
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
