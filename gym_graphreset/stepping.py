@@ -12,7 +12,7 @@ output:
 
 Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
 (``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
-:func:`same_step_info`): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
+``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
 steps where a row ended on the selected-row path.
 """
 
@@ -187,7 +187,7 @@ class MaskedPath(_Path):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body: :func:`run_eagerly`, or a captured graph's runner.
+        run_reset: Runs the reset body: ``run_eagerly``, or a captured graph's runner.
     """
 
     def __init__(

@@ -10,8 +10,8 @@ read, optionally captured once as a CUDA graph (see :mod:`gym_graphreset.graph`)
 How it is built: the configuration is an :class:`~gym_graphreset.config.AutoresetConfig`; the inner env
 chain and the reset terms are sorted by protocol role once (:mod:`gym_graphreset.participants`); the
 reset path and the executor are objects chosen from the configuration at construction
-(:mod:`gym_graphreset.stepping`, :mod:`gym_graphreset.executors`). :meth:`step` only checks the actions,
-runs the executor, publishes and polls.
+(:mod:`gym_graphreset.stepping`, :mod:`gym_graphreset.executors`).
+:meth:`FixedShapeAutoresetVectorEnv.step` only checks the actions, runs the executor, publishes and polls.
 """
 
 from __future__ import annotations
@@ -104,6 +104,15 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         process_group: Any = None,
         **flags: Any,
     ) -> None:
+        """Check the inner env and the configuration, then choose the reset path and the executor once.
+
+        The arguments are described on the class. The reset terms are sorted by protocol role and bound
+        here; nothing is stepped.
+
+        Raises:
+            ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``masked_autoreset`` with an inner
+                env that autoresets itself; ``autoreset_cuda_graph`` off CUDA or where capture cannot work.
+        """
         super().__init__(env)
         self.config = cfg = _config(config, flags)
         terms = check_reset_terms(reset_terms)
