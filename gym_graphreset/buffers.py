@@ -81,10 +81,6 @@ class TensorStore:
         """Every persistent buffer, in insertion order."""
         return list(self._buffers.values())
 
-    def pointers(self) -> dict[Path, int]:
-        """``data_ptr()`` of every buffer, for graph pointer guards."""
-        return {p: b.data_ptr() for p, b in self._buffers.items()}
-
 
 class PublicationRing:
     """``depth`` :class:`TensorStore` slots used round-robin.

@@ -82,33 +82,36 @@ def same_task(env_id: str, gym_id: str) -> bool:
     return env_id.split("/")[-1] == gym_id
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    args = _parser().parse_args(argv)
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _choices(args: argparse.Namespace) -> tuple[torch.device, list[str], set[str]] | str:
+    """The device, the modes and the CPU baselines the arguments ask for, or what is wrong with them."""
     baselines = {b.strip() for b in args.cpu_baseline.split(",") if b.strip()}
     if baselines - {"envpool", "gymnasium-async"}:
-        print(
-            f"error: unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async", file=sys.stderr
-        )
-        return 2
+        return f"unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async"
     if args.async_baseline == "same" or ("gymnasium-async" in baselines and not args.async_baseline):
         args.async_baseline = args.env_id.split("/")[-1]
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        print("error: --device cuda asked for, but CUDA is not available", file=sys.stderr)
-        return 2
+        return "--device cuda asked for, but CUDA is not available"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
-        print(f"error: unknown mode(s) {unknown}; choose from {list(MODES)}", file=sys.stderr)
-        return 2
+        return f"unknown mode(s) {unknown}; choose from {list(MODES)}"
     if device.type != "cuda":
         skipped = [m for m in modes if m in CUDA_ONLY]
         modes = [m for m in modes if m not in CUDA_ONLY]
         print(f"No CUDA device: running on the CPU; skipping the CUDA-graph modes {skipped}.")
-    sizes = [int(n) for n in str(args.num_envs).split(",")]
+    return device, modes, baselines
+
+
+def _measure(args: argparse.Namespace, device: torch.device, modes: list[str], baselines: set[str]) -> list[Any]:
+    """Every mode at every size, then the CPU baselines asked for."""
     results = []
-    for n in sizes:
+    for n in (int(k) for k in str(args.num_envs).split(",")):
 
         def make_inner(n: int = n) -> gym.vector.VectorEnv:
             return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", device=device)
@@ -131,8 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if "envpool" in baselines:
         results += _envpool_baseline(args.env_id, [int(k) for k in args.envpool_envs.split(",")], args.steps)
-    print()
-    print(table(results))
+    return results
+
+
+def _print_comparisons(args: argparse.Namespace, results: list[Any]) -> None:
+    """The best mode against the CPU baselines on the same task (no ratio across tasks)."""
     best = max((r for r in results if r.mode in MODES), key=lambda r: r.env_steps_per_s)
     if args.async_baseline:
         best_cpu = max(r.env_steps_per_s for r in results if r.mode.startswith("gymnasium async"))
@@ -150,6 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{best.env_steps_per_s / top.env_steps_per_s:.1f} x EnvPool's best on the same task "
             f"({top.mode}: {top.env_steps_per_s:,.0f})"
         )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    chosen = _choices(args)
+    if isinstance(chosen, str):
+        return _usage_error(chosen)
+    device, modes, baselines = chosen
+    results = _measure(args, device, modes, baselines)
+    print()
+    print(table(results))
+    _print_comparisons(args, results)
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
     plotted = plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")

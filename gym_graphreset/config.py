@@ -51,6 +51,18 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
 
 
+def check_warmup(warmup: Any) -> int:
+    """Validate a graph's warm-up (eager calls before the capture)."""
+    _check_int("autoreset_graph_warmup", warmup, 0)
+    return warmup
+
+
+def check_capture_mode(capture_mode: Any) -> CaptureMode:
+    """Validate a CUDA stream capture mode name."""
+    _check_choice("autoreset_graph_capture_mode", capture_mode, get_args(CaptureMode))
+    return capture_mode
+
+
 @dataclass(frozen=True)
 class AutoresetConfig:
     """How :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` steps and resets (all flags default off).
@@ -99,8 +111,8 @@ class AutoresetConfig:
             _check_bool(name, getattr(self, name))
         _check_int("validation_poll_interval", self.validation_poll_interval, 1)
         _check_int("published_buffer_depth", self.published_buffer_depth, 1)
-        _check_int("autoreset_graph_warmup", self.autoreset_graph_warmup, 0)
-        _check_choice("autoreset_graph_capture_mode", self.autoreset_graph_capture_mode, get_args(CaptureMode))
+        check_warmup(self.autoreset_graph_warmup)
+        check_capture_mode(self.autoreset_graph_capture_mode)
         _check_choice("cuda_graph_scope", self.cuda_graph_scope, get_args(GraphScope))
         _check_choice("compile_backend", self.compile_backend, get_args(CompileBackend))
         if self.masked_autoreset and not self.defer_finite_validation:

@@ -29,7 +29,7 @@ from gym_graphreset.protocols import (
 )
 from gym_graphreset.selection import participant_name, supports_reset_selection
 
-__all__ = ["Participants", "tensor_pointers"]
+__all__ = ["Participants", "buffer_pointers", "tensor_pointers"]
 
 
 def _chain(env: VectorEnv) -> Iterator[VectorEnv]:
@@ -58,6 +58,12 @@ def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
         elif isinstance(value, (list, tuple)):
             found.extend((f"{key}[{i}]", v.data_ptr()) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
     return tuple(found)
+
+
+def buffer_pointers(obj: object) -> Hashable:
+    """Addresses of every tensor ``obj`` may hand a graph: its tensor attributes and declared buffers."""
+    declared = tuple(t.data_ptr() for t in obj.capture_buffers()) if isinstance(obj, CaptureParticipant) else ()
+    return tensor_pointers(obj), declared
 
 
 class Participants:
@@ -154,6 +160,4 @@ class Participants:
 
     def fingerprint(self) -> Hashable:
         """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""
-        attrs = tuple(tensor_pointers(m) for m in self.members)
-        declared = tuple(tuple(t.data_ptr() for t in p.capture_buffers()) for p in self.capture_participants)
-        return attrs, declared, tuple(self.terms)
+        return tuple(buffer_pointers(m) for m in self.members), tuple(self.terms)

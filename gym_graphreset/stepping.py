@@ -32,7 +32,7 @@ from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
+__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
@@ -44,11 +44,11 @@ def run_eagerly(fn: Callable[[], None]) -> None:
     fn()
 
 
-def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor) -> None:
-    """Latch ``finite_reset_obs``: the reset rows' new observations are finite (no host read)."""
+def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
+    """Latch ``finite_reset_obs``: the reset rows' (``None``: every row's) new observations are finite."""
     for _, leaf in tree_leaves(reset_obs):
         if leaf.dtype.is_floating_point:
-            ok = finite_rows(leaf) | ~rows
+            ok = finite_rows(leaf) if rows is None else finite_rows(leaf) | ~rows
             latch.require(ok, "finite_reset_obs", "a reset produced NaN or inf observations")
 
 

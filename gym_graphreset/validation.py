@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "all_finite", "finite_rows"]
+__all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "finite_rows"]
 
 PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor | None, str]]
 """A region's deferred checks: name -> (``ok``, its row summary or ``None``, message).
@@ -34,11 +34,6 @@ def finite_rows(x: torch.Tensor) -> torch.Tensor:
     """
     ok = (x * 0) == 0
     return ok.reshape(x.shape[0], -1).all(dim=1) if x.dim() > 1 else ok
-
-
-def all_finite(x: torch.Tensor) -> torch.Tensor:
-    """Whether every element of ``x`` is finite, as a 0-dim bool tensor (no host read)."""
-    return ((x * 0) == 0).all()
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.buffers import PublicationRing, tree_leaves
+from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.config import AutoresetConfig, PresetName
 from gym_graphreset.executors import CapturedReset, CapturedStep, EagerStep, GraphFactory
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
@@ -41,8 +41,8 @@ from gym_graphreset.inputs import (
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Bindable
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
-from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, run_eagerly
-from gym_graphreset.validation import DeferredValidationError, ValidationLatch, finite_rows
+from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, check_reset_obs, run_eagerly
+from gym_graphreset.validation import DeferredValidationError, ValidationLatch
 
 __all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv"]
 
@@ -146,12 +146,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._needs_reset = True
         self._closed = False
         self._parts = Participants(env, {})
-        for name, term in terms.items():
-            self._parts = self._parts.with_term(name, term)
-        for term in terms.values():
-            if isinstance(term, Bindable):
-                term.bind(self)
-        self._negotiate()
+        self._add_terms(terms)
         self._build()
 
     @property
@@ -161,14 +156,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     # ------------------------------------------------------------------ construction
 
-    def _negotiate(self) -> None:
-        if self.config.masked_autoreset and (blockers := self.reset_selection_blockers()):
+    def _negotiate(self, parts: Participants, added: str | None = None) -> None:
+        """Refuse participants the configuration cannot run, naming every one (or the term ``added``)."""
+        if self.config.masked_autoreset and added in parts.reset_selection_blockers():
+            raise ResetSelectionUnsupportedError(
+                f"`masked_autoreset=True` but reset term {added!r} cannot take a ResetSelection"
+            )
+        if self.config.masked_autoreset and (blockers := parts.reset_selection_blockers()):
             raise ResetSelectionUnsupportedError(
                 "`masked_autoreset=True` but these reset participants cannot take a ResetSelection: "
                 f"{', '.join(blockers)}. Declare `supports_reset_selection = True` (or use "
                 "@reset_selection_capable) on each after converting its reset to masked writes."
             )
-        if self.config.executor == "step_graph" and (blockers := self.step_capture_blockers()):
+        if self.config.executor == "step_graph" and (blockers := parts.step_capture_blockers()):
             raise ValueError(
                 "`cuda_graph_scope='step'` captures the whole step, but these participants do not declare "
                 f"`supports_step_capture = True`: {', '.join(blockers)}; use cuda_graph_scope='reset'"
@@ -238,15 +238,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
         A held graph is dropped (the next step captures again): the captured body no longer matches.
         """
-        parts = self._parts.with_term(name, term)  # checks the protocol and the name first
-        if self.config.masked_autoreset and name in parts.reset_selection_blockers():
-            raise ResetSelectionUnsupportedError(
-                f"`masked_autoreset=True` but reset term {name!r} cannot take a ResetSelection"
-            )
-        if isinstance(term, Bindable):
-            term.bind(self)
-        self._parts = parts
+        self._add_terms({name: term}, added=name)
         self._build()
+
+    def _add_terms(self, terms: dict[str, Any], added: str | None = None) -> None:
+        """Check ``terms`` (protocol, names, what the configuration needs of them), bind them, register them."""
+        parts = self._parts
+        for name, term in terms.items():
+            parts = parts.with_term(name, term)  # checks the protocol and the name first
+        self._negotiate(parts, added)
+        for term in terms.values():
+            if isinstance(term, Bindable):
+                term.bind(self)
+        self._parts = parts
 
     def capture_fingerprint(self) -> Hashable:
         """What a held graph's pointer guard compares before each replay; a change recaptures first.
@@ -313,10 +317,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if mask is None:
             for publisher in self._parts.publishers:
                 publisher.clear_published()
-        for _, leaf in tree_leaves(obs):
-            if leaf.dtype.is_floating_point:
-                ok = finite_rows(leaf) if mask is None else finite_rows(leaf) | ~mask
-                self.latch.require(ok, "finite_reset_obs", "reset() produced NaN or inf observations")
+        check_reset_obs(self.latch, obs, mask)
         self._needs_reset = False
         if not self.config.defer_finite_validation:
             self.poll_finite_validation()
