@@ -86,12 +86,15 @@ class PublicationRing:
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"`published_buffer_depth` must be an int >= 1, got {depth!r}")
         self.depth = depth
-        self.slots = [TensorStore() for _ in range(depth)]
+        self.slots: list[TensorStore] = []  # made on first use: a deep ring costs nothing until it fills
         self.published = 0
 
     def publish(self, tree: Any) -> Any:
         """Copy ``tree`` into the next slot and return that slot's tensors."""
-        out = self.slots[self.published % self.depth].write(tree)
+        index = self.published % self.depth
+        if index == len(self.slots):
+            self.slots.append(TensorStore())
+        out = self.slots[index].write(tree)
         self.published += 1
         return out
 
