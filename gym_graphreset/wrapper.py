@@ -314,7 +314,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if self.config.persistent_step_buffers:
             if isinstance(self._path, MaskedPath):
                 obs = self._path.write_reset_obs(obs)
-            obs, info = self.ring.publish((obs, info))
+            obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
         return obs, info
 
     def step(self, actions: torch.Tensor) -> StepOut:

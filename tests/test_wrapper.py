@@ -518,3 +518,26 @@ def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -
     }[form]
     env.reset(options={"reset_mask": rows})
     assert ep.running_length.tolist() == [2, 2, 0]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("reset_kind", ["partial", "full", "two partial"])
+def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
+    """A ``reset()`` between steps publishes without shortening any publication's lifetime: what step t
+    (or a reset after it) returned is unchanged through step t + depth - 1."""
+    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 40, p_done=0.2), **flags)
+    env.reset(seed=0)
+    held: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (steps done when published, obs, its copy)
+    for t in range(10):
+        obs, *_ = env.step(torch.full((3, 3), 0.1 * t))
+        steps = t + 1
+        held.append((steps, obs, obs.clone()))
+        if t % 3 == 1:
+            masks = {"partial": [[True, False, False]], "full": [None], "two partial": [[0], [2]]}[reset_kind]
+            for mask in masks:
+                obs, _ = env.reset(options=None if mask is None else {"reset_mask": mask})
+                held.append((steps, obs, obs.clone()))
+        for published_at, ref, copy in held:
+            if steps < published_at + depth:
+                assert torch.equal(ref, copy), f"a value published after step {published_at} changed at step {steps}"
