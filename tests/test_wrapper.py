@@ -19,8 +19,10 @@ from gym_graphreset import (
     DeferredValidationError,
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
+    InterruptedStepError,
     ResetSelection,
     ResetSelectionUnsupportedError,
+    reset_selection_capable,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
 
@@ -541,3 +543,184 @@ def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
         for published_at, ref, copy in held:
             if steps < published_at + depth:
                 assert torch.equal(ref, copy), f"a value published after step {published_at} changed at step {steps}"
+
+
+# ---------------------------------------------------------------- fail closed on an interrupted step or reset
+
+FAULT_MODES = ["selected", "masked", "masked_persistent"]
+
+
+@reset_selection_capable
+class _FaultyTerm:
+    """A reset term that raises, once, in the hook it is armed for (after the env and earlier terms moved)."""
+
+    def __init__(self) -> None:
+        self.armed: str | None = None
+        self.exc: type[BaseException] = ValueError
+
+    def _maybe_raise(self, hook: str) -> None:
+        if self.armed == hook:
+            self.armed = None
+            raise self.exc(f"{hook} broke")
+
+    def reset(self, rows: Any) -> None:
+        self._maybe_raise("reset")
+
+    def on_step(self, step: Any) -> None:
+        self._maybe_raise("on_step")
+
+    def add_checks(self, latch: Any) -> None:
+        self._maybe_raise("add_checks")
+
+    def info(self) -> dict[str, Any]:
+        self._maybe_raise("info")
+        return {}
+
+
+class _FaultyInner(VectorWrapper):
+    """Forwards to the inner env; raises, once, after the inner step or reset changed its state."""
+
+    supports_reset_selection = True
+    supports_step_capture = True
+
+    def __init__(self, env: ScriptedVectorEnv) -> None:
+        super().__init__(env)
+        self.armed: str | None = None
+        self.exc: type[BaseException] = ValueError
+
+    def _maybe_raise(self, hook: str) -> None:
+        if self.armed == hook:
+            self.armed = None
+            raise self.exc(f"inner {hook} broke")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        out = self.env.reset(seed=seed, options=options)
+        self._maybe_raise("reset")
+        return out
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, ...]:
+        out = self.env.step(actions)
+        self._maybe_raise("step")
+        return out
+
+
+def _fault_env(
+    mode: str, n: int = 4, steps: int = 40
+) -> tuple[FixedShapeAutoresetVectorEnv, _FaultyInner, _FaultyTerm]:
+    term = torch.zeros(steps, n, dtype=torch.bool)
+    term[3::4, 1] = True  # row 1 ends every 4th step from step index 3: the selected path resets there
+    term[5::7, 2] = True
+    inner = _FaultyInner(ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool)))
+    faulty = _FaultyTerm()
+    terms = {"ep": EpisodeStatistics(), "faulty": faulty, "ep_after": EpisodeStatistics(rewards="wrapped")}
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **MODES[mode])
+    return env, inner, faulty
+
+
+FAULTS = {  # where: (which object is armed, hook, what triggers it)
+    "term on_step": ("term", "on_step", "step"),
+    "term reset in the autoreset": ("term", "reset", "step"),
+    "term add_checks": ("term", "add_checks", "step"),
+    "term info": ("term", "info", "step"),
+    "inner step after advancing": ("inner", "step", "step"),
+    "inner reset in the autoreset": ("inner", "reset", "step"),
+    "term reset in reset()": ("term", "reset", "reset"),
+    "inner reset in reset()": ("inner", "reset", "reset"),
+}
+
+
+def _outputs(out: tuple[Any, ...]) -> list[torch.Tensor]:
+    obs, rew, term, trunc, info = out
+    return [obs.clone(), rew.clone(), term.clone(), trunc.clone(), info["episode"]["l"].clone()]
+
+
+@pytest.mark.parametrize("mode", FAULT_MODES)
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_interrupted_step_or_reset_fails_closed_until_a_full_reset(
+    mode: str, fault: str, exc: type[BaseException]
+) -> None:
+    """After a step or reset that raised part-way the env refuses to step (naming what was interrupted),
+    refuses a partial reset, and a full reset() recovers: then it steps exactly like an env never faulted."""
+    who, hook, trigger = FAULTS[fault]
+    env, inner, faulty = _fault_env(mode)
+    clean, *_ = _fault_env(mode)
+    actions = [torch.full((4, 3), 0.05 * (t % 5) - 0.1) for t in range(20)]
+    env.reset(seed=0)
+    for a in actions[:3]:
+        env.step(a)
+    target = faulty if who == "term" else inner
+    target.armed, target.exc = hook, exc
+    with pytest.raises(exc, match="broke"):
+        if trigger == "step":
+            env.step(actions[3])
+        else:
+            env.reset(options={"reset_mask": [1, 2]})
+    call = "step\\(\\) 4" if trigger == "step" else "reset\\(\\)"
+    for _ in range(2):  # and keeps refusing
+        with pytest.raises(
+            InterruptedStepError, match=f"{call} was interrupted by {exc.__name__}: .*broke.*reset\\(\\)"
+        ):
+            env.step(actions[4])
+    with pytest.raises(ValueError, match=re.escape("`options['reset_mask']` must cover every row here")):
+        env.reset(options={"reset_mask": [0]})
+    with pytest.raises(InterruptedStepError):
+        env.step(actions[4])
+    env.reset(seed=1)  # a full reset recovers
+    clean.reset(seed=1)
+    for t, a in enumerate(actions[4:]):
+        want, got = _outputs(clean.step(a)), _outputs(env.step(a))
+        for i, (x, y) in enumerate(zip(want, got, strict=True)):
+            assert torch.equal(x, y), f"output {i} differs {t} steps after the recovering reset"
+
+
+@pytest.mark.parametrize("mode", FAULT_MODES)
+def test_a_reset_covering_every_row_recovers_too(mode: str) -> None:
+    """A ``reset_mask`` selecting every row is a full reset: accepted after an interruption."""
+    env, _, faulty = _fault_env(mode)
+    env.reset(seed=0)
+    faulty.armed = "on_step"
+    with pytest.raises(ValueError, match="on_step broke"):
+        env.step(torch.zeros(4, 3))
+    env.reset(options={"reset_mask": [True] * 4})
+    env.step(torch.zeros(4, 3))
+
+
+def test_cartpole_episode_lengths_stay_within_the_cap_after_an_interrupt() -> None:
+    """The reported symptom: with ``max_episode_steps=5`` no episode reported is longer than 5."""
+    faulty = _FaultyTerm()
+    ep = EpisodeStatistics()
+    env = FixedShapeAutoresetVectorEnv(
+        CartPoleVectorEnv(8, max_episode_steps=5), reset_terms={"ep": ep, "faulty": faulty}, **MASKED
+    )
+    env.reset(seed=0)
+    lengths = []
+    for t in range(40):
+        if t in (3, 17):
+            faulty.armed = "on_step"
+            with pytest.raises(ValueError):
+                env.step(torch.zeros(8, dtype=torch.long))
+            with pytest.raises(InterruptedStepError):
+                env.step(torch.zeros(8, dtype=torch.long))
+            env.reset()
+            continue
+        *_, info = env.step(torch.ones(8, dtype=torch.long) * (t % 2))
+        lengths += info["episode"]["l"][info["_episode"]].tolist()
+    assert lengths and max(lengths) <= 5
+
+
+@pytest.mark.parametrize("mask", [[0, 2], [True, False, True, False], "selection"])
+@pytest.mark.parametrize("mode", FAULT_MODES)
+def test_first_reset_with_a_partial_mask_is_refused(mode: str, mask: Any) -> None:
+    """Rows outside a first reset's mask would step from a state they never got: refused, nothing changes."""
+    if mask == "selection":
+        mask = ResetSelection(4, "cpu").set_(torch.tensor([True, False, True, False]))
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), **MODES[mode])
+    with pytest.raises(ValueError, match=re.escape("must cover every row here: the env was never reset")):
+        env.reset(seed=0, options={"reset_mask": mask})
+    assert env.env.reset_calls == 0
+    with pytest.raises(RuntimeError, match=re.escape("call reset() before step()")):
+        env.step(torch.zeros(4, 3))
+    env.reset(seed=0, options={"reset_mask": [True] * 4})  # every row: a full first reset
+    env.reset(options={"reset_mask": mask})  # and partial resets are fine from then on
+    env.step(torch.zeros(4, 3))
