@@ -38,7 +38,7 @@ from gym_graphreset.inputs import (
     check_seed,
     env_device,
 )
-from gym_graphreset.participants import Participants
+from gym_graphreset.participants import Participants, claim_terms, record_terms, release_terms
 from gym_graphreset.protocols import Bindable
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
 from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, run_eagerly
@@ -154,11 +154,14 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._parts = Participants(env, {})
         for name, term in terms.items():
             self._parts = self._parts.with_term(name, term)
+        claim_terms(self, terms)  # one term object, one env and one name
         for term in terms.values():
             if isinstance(term, Bindable):
                 term.bind(self)
+        self._parts.check_info_keys()
         self._negotiate()
         self._build()
+        record_terms(self, terms)
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -249,10 +252,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise ResetSelectionUnsupportedError(
                 f"`masked_autoreset=True` but reset term {name!r} cannot take a ResetSelection"
             )
+        claim_terms(self, {name: term}, self._parts.terms)
         if isinstance(term, Bindable):
             term.bind(self)
+        parts.check_info_keys()
         self._parts = parts
         self._build()
+        record_terms(self, {name: term})
 
     def capture_fingerprint(self) -> Hashable:
         """What a held graph's pointer guard compares before each replay; a change recaptures first.
@@ -399,6 +405,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 self.poll_finite_validation()
         finally:
             self._closed = True
+            release_terms(self, self._parts.terms)  # a closed env's terms may serve another env
             super().close(**kwargs)
 
 

@@ -22,6 +22,7 @@ from gym_graphreset import (
     InterruptedStepError,
     ResetSelection,
     ResetSelectionUnsupportedError,
+    fill_rows_,
     reset_selection_capable,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
@@ -604,6 +605,23 @@ class _FaultyInner(VectorWrapper):
         return out
 
 
+@reset_selection_capable
+class _StepCounter:
+    """Steps since each row's reset, published as ``info["count"]`` (a term with state after the faulty one)."""
+
+    def __init__(self, n: int) -> None:
+        self.count = torch.zeros(n, dtype=torch.long)
+
+    def reset(self, rows: Any) -> None:
+        fill_rows_(self.count, rows, 0)
+
+    def on_step(self, step: Any) -> None:
+        self.count.add_(1)
+
+    def info(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+
 def _fault_env(
     mode: str, n: int = 4, steps: int = 40
 ) -> tuple[FixedShapeAutoresetVectorEnv, _FaultyInner, _FaultyTerm]:
@@ -612,7 +630,7 @@ def _fault_env(
     term[5::7, 2] = True
     inner = _FaultyInner(ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool)))
     faulty = _FaultyTerm()
-    terms = {"ep": EpisodeStatistics(), "faulty": faulty, "ep_after": EpisodeStatistics(rewards="wrapped")}
+    terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n)}
     env = FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **MODES[mode])
     return env, inner, faulty
 
@@ -631,7 +649,7 @@ FAULTS = {  # where: (which object is armed, hook, what triggers it)
 
 def _outputs(out: tuple[Any, ...]) -> list[torch.Tensor]:
     obs, rew, term, trunc, info = out
-    return [obs.clone(), rew.clone(), term.clone(), trunc.clone(), info["episode"]["l"].clone()]
+    return [obs.clone(), rew.clone(), term.clone(), trunc.clone(), info["episode"]["l"].clone(), info["count"].clone()]
 
 
 @pytest.mark.parametrize("mode", FAULT_MODES)
