@@ -154,12 +154,12 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._parts = Participants(env, {})
         for name, term in terms.items():
             self._parts = self._parts.with_term(name, term)
-        claim_terms(self, terms)  # one term object, one env and one name
+        self._negotiate()
+        claim_terms(self, terms)  # one term object, one env and one name (before bind changes anything)
         for term in terms.values():
             if isinstance(term, Bindable):
                 term.bind(self)
         self._parts.check_info_keys()
-        self._negotiate()
         self._build()
         record_terms(self, terms)
 

@@ -26,8 +26,9 @@ from gym_graphreset import (
     reset_selection_capable,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
+from gym_graphreset.host_transitions import host_transition
 
-from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, scripted_env
+from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, needs_cuda, scripted_env
 
 MASKED = MODES["masked"]
 
@@ -609,8 +610,8 @@ class _FaultyInner(VectorWrapper):
 class _StepCounter:
     """Steps since each row's reset, published as ``info["count"]`` (a term with state after the faulty one)."""
 
-    def __init__(self, n: int) -> None:
-        self.count = torch.zeros(n, dtype=torch.long)
+    def __init__(self, n: int, device: str = "cpu") -> None:
+        self.count = torch.zeros(n, dtype=torch.long, device=device)
 
     def reset(self, rows: Any) -> None:
         fill_rows_(self.count, rows, 0)
@@ -742,3 +743,76 @@ def test_first_reset_with_a_partial_mask_is_refused(mode: str, mask: Any) -> Non
     env.reset(seed=0, options={"reset_mask": [True] * 4})  # every row: a full first reset
     env.reset(options={"reset_mask": mask})  # and partial resets are fine from then on
     env.step(torch.zeros(4, 3))
+
+
+class _FaultyHostTerm(_FaultyTerm):
+    """Also counts its resets on the host through a host transition (replayed after each graph launch)."""
+
+    supports_reset_selection = True  # its reset is overridden: re-declared (the MRO rule)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.host_resets = 0
+
+    def reset(self, rows: Any) -> None:
+        super().reset(rows)
+        host_transition(self._count, "faulty.count")
+
+    def _count(self) -> None:
+        self.host_resets += 1
+        self._maybe_raise("host transition")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize(
+    ("when", "hook", "step"),
+    [
+        ("warm-up", "on_step", 2),  # the warm-up steps run the body eagerly
+        ("capture", "on_step", 3),  # warm-up is 2: the third step captures; Python raises inside the capture
+        ("capture", "reset", 3),
+        ("replay", "host transition", 5),  # Python runs only in the transitions replayed after the launch
+    ],
+)
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, exc: type[BaseException]) -> None:
+    """Whole-step CUDA graph: a term raising during warm-up, capture or replay leaves no half-captured graph
+    and no capture in progress; the next step refuses naming what was interrupted; a full reset() recovers,
+    the graph is captured (again, if the capture failed) and the outputs match a clean run's."""
+    n, steps = 8, 40
+    term = torch.zeros(steps, n, dtype=torch.bool)
+    term[2::3, 1] = True
+    term[4::5, 6] = True
+
+    def make() -> tuple[FixedShapeAutoresetVectorEnv, _FaultyHostTerm]:
+        faulty = _FaultyHostTerm()
+        inner = ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool), device="cuda")
+        terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n, "cuda")}
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES["step_graph"]), faulty
+
+    env, faulty = make()
+    clean, _ = make()
+    gen = torch.Generator().manual_seed(0)
+    actions = [(torch.rand(n, 3, generator=gen) - 0.5).cuda() for _ in range(16)]
+    env.reset(seed=0)
+    for a in actions[: step - 1]:
+        env.step(a)
+    faulty.armed, faulty.exc = hook, exc
+    with pytest.raises(exc, match="broke"):
+        env.step(actions[step - 1])
+    assert not torch.cuda.is_current_stream_capturing()
+    graph = env.graph
+    assert graph is not None
+    if when == "capture":
+        assert not graph.captured and graph.captures == 0  # nothing half-captured is kept
+    with pytest.raises(InterruptedStepError, match=f"step\\(\\) {step} was interrupted by {exc.__name__}"):
+        env.step(actions[step])
+    env.reset(seed=1)
+    clean.reset(seed=1)
+    for t, a in enumerate(actions[step:]):
+        want, got = _outputs(clean.step(a)), _outputs(env.step(a))
+        for i, (x, y) in enumerate(zip(want, got, strict=True)):
+            torch.testing.assert_close(y, x, msg=f"output {i} differs {t} steps after the recovering reset")
+    env.poll_finite_validation()
+    assert graph.captured and graph.captures == 1 and graph.replays > 0
+    torch.cuda.synchronize()
