@@ -40,9 +40,20 @@ def _check_bool(name: str, value: Any) -> None:
         raise ValueError(f"`{name}` must be a bool, got {value!r}")
 
 
+_INT64_MAX = 2**63 - 1
+_MAXIMA: dict[str, tuple[int, str]] = {  # upper bounds, with why: refused at construction, not a hang or overflow later
+    "published_buffer_depth": (2**16, "one copy of the step's outputs per slot"),
+    "validation_poll_interval": (_INT64_MAX, "steps are counted in int64"),
+    "autoreset_graph_warmup": (_INT64_MAX, "steps are counted in int64"),
+}
+
+
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}")
+    maximum, why = _MAXIMA[name]
+    if value > maximum:
+        raise ValueError(f"`{name}` must be an int <= {maximum} ({why}), got {value!r}")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:

@@ -29,7 +29,7 @@ from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_lea
 from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.selection import ResetSelection
+from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
@@ -126,6 +126,11 @@ class _Path:
         # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
         for provider in self.parts.info_providers:
             entries = provider.info()
+            if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+                raise ValueError(
+                    f"the reset term {participant_name(provider)} publishes info key(s) {clash} that the step's "
+                    "info already holds (from the inner env or its reset): one would silently replace the other"
+                )
             entries = entries if self.carriers is not None else _fresh(entries)
             info.update(entries)
             if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers

@@ -218,3 +218,41 @@ def test_a_polled_failure_round_trips_pickle(latch: ValidationLatch) -> None:
     assert back.failures == caught.value.failures and back.window == caught.value.window
     assert back.failures[0].first_row == 1 and back.failures[0].failing_rows == 2
     assert str(back) == str(caught.value)
+
+
+@pytest.fixture
+def process_group(tmp_path):
+    """A one-rank gloo group in this process (the collective path of a poll, without torchrun)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        yield True
+    finally:
+        dist.destroy_process_group()
+
+
+def test_failures_polled_across_ranks_keep_their_rows(process_group) -> None:
+    """Through the collective a failure still names its rank, first failing row and count."""
+    latch = ValidationLatch("cpu", capacity=4)
+    latch.require(torch.tensor([True, True, True]), "quiet", "never fails")
+    latch.advance()
+    latch.require(torch.tensor([True, False, True, False, False]), "finite_obs", "NaN obs")
+    with pytest.raises(DeferredValidationError) as caught:
+        latch.poll(2, process_group)
+    (failure,) = caught.value.failures
+    assert (failure.name, failure.rank, failure.first_failed_step) == ("finite_obs", 0, 1)
+    assert (failure.first_row, failure.failing_rows) == (1, 3)
+    assert "on rank 0: NaN obs (first failed at step 1, row 1 and 2 more)" in str(caught.value)
+
+
+def test_wrapper_with_a_process_group_reports_rows(process_group) -> None:
+    """The wrapper's poll over a process group names the rows, as without one."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), "masked", process_group=process_group)
+    env.reset(seed=0)
+    env.step(torch.tensor([0, 7, 1, 7]))  # out of the Discrete(2) space in rows 1 and 3
+    with pytest.raises(DeferredValidationError, match=r"valid_actions on rank 0: .*row 1 and 1 more\)"):
+        env.poll_finite_validation()

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.inputs import check_device, check_positive_int
+from gym_graphreset.inputs import check_device, check_env_counts
 from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import options_reset_mask
 
@@ -63,8 +63,9 @@ class CartPoleVectorEnv(VectorEnv):
         dtype: torch.dtype = torch.float32,
         render_mode: str | None = None,
     ) -> None:
-        self.num_envs = check_positive_int("num_envs", num_envs)
-        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
         if render_mode is not None:
             raise ValueError(f"CartPoleVectorEnv does not render, got render_mode={render_mode!r}")
         if dtype not in self.supported_dtypes:

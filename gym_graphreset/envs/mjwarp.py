@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.warp_runtime import WarpRuntime
-from gym_graphreset.inputs import check_device, check_positive_int
+from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
@@ -121,10 +121,10 @@ class MJWarpVectorEnv(VectorEnv):
         render_mode: str | None = None,
         warp_verbose: bool = False,
     ) -> None:
-        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
         self.frame_skip = check_positive_int("frame_skip", frame_skip)
-        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
-        check_positive_int("global_env_offset", global_env_offset, minimum=0)
         for name, value in (("nconmax", nconmax), ("njmax", njmax)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(
