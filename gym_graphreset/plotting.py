@@ -60,7 +60,9 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     cpu = [r for r in results if is_cpu_baseline(r) and any(same_task(g.env_id, r.env_id) for g in gpu)]
     groups = sorted({(r.env_id, r.num_envs) for r in gpu}, key=lambda g: (g[0], g[1]))
     modes = list(dict.fromkeys(r.mode for r in gpu))  # in the order they were measured
-    fig, (bars, lines) = plt.subplots(2, 1, figsize=(8, 9))
+    one_size = len({r.num_envs for r in gpu}) == 1  # a throughput line needs two sizes: bars alone
+    fig, axes = plt.subplots(1 if one_size else 2, 1, figsize=(8, 4.8 if one_size else 9), squeeze=False)
+    bars, lines = axes[0][0], None if one_size else axes[1][0]
     width = 0.8 / max(len(modes), 1)
     for k, mode in enumerate(modes):
         hits = [(i, r) for i, g in enumerate(groups) for r in gpu if (r.env_id, r.num_envs) == g and r.mode == mode]
@@ -71,27 +73,28 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     bars.set_title("time of one step of all envs, per mode", fontsize=10)
     # Above the axes, never over the bars.
     bars.legend(loc="lower center", bbox_to_anchor=(0.5, 1.1), ncol=min(len(modes), 4), frameon=False)
-    several_tasks = len({r.env_id for r in gpu}) > 1
-    for env_id in dict.fromkeys(r.env_id for r in gpu):
-        for mode in modes:
-            line = sorted((r for r in gpu if r.env_id == env_id and r.mode == mode), key=lambda r: r.num_envs)
-            if line:
-                name = f"{env_id.split('/')[-1]} {mode}" if several_tasks else mode
-                lines.plot([r.num_envs for r in line], [r.env_steps_per_s for r in line], marker="o", label=name)
-    for engine in dict.fromkeys(r.mode.split(" x")[0] for r in cpu):  # each engine's best: one line
-        top = max((r for r in cpu if r.mode.startswith(engine)), key=lambda r: r.env_steps_per_s)
-        lines.axhline(
-            top.env_steps_per_s,
-            linestyle="--",
-            color="grey" if "gymnasium" in engine else "black",
-            label=f"CPU, best: {top.mode} ({top.env_steps_per_s:,.0f})",
-        )
-    lines.set_xscale("log", base=2)
-    lines.set_yscale("log")
-    lines.set_xlabel("number of envs")
-    lines.set_ylabel("env-steps/s\n(higher is better)")
-    lines.set_title("throughput against the number of envs", fontsize=10)
-    lines.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
+    if lines is not None:
+        several_tasks = len({r.env_id for r in gpu}) > 1
+        for env_id in dict.fromkeys(r.env_id for r in gpu):
+            for mode in modes:
+                line = sorted((r for r in gpu if r.env_id == env_id and r.mode == mode), key=lambda r: r.num_envs)
+                if line:
+                    name = f"{env_id.split('/')[-1]} {mode}" if several_tasks else mode
+                    lines.plot([r.num_envs for r in line], [r.env_steps_per_s for r in line], marker="o", label=name)
+        for engine in dict.fromkeys(r.mode.split(" x")[0] for r in cpu):  # each engine's best: one line
+            top = max((r for r in cpu if r.mode.startswith(engine)), key=lambda r: r.env_steps_per_s)
+            lines.axhline(
+                top.env_steps_per_s,
+                linestyle="--",
+                color="grey" if "gymnasium" in engine else "black",
+                label=f"CPU, best: {top.mode} ({top.env_steps_per_s:,.0f})",
+            )
+        lines.set_xscale("log", base=2)
+        lines.set_yscale("log")
+        lines.set_xlabel("number of envs")
+        lines.set_ylabel("env-steps/s\n(higher is better)")
+        lines.set_title("throughput against the number of envs", fontsize=10)
+        lines.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
     fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
