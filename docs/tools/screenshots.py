@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["index", "install", "quickstart", "tutorial", "benchmarks", "benchmarks-tables", "compile", "config",
          "ppo", "reliability", "api/wrapper"]  # fmt: skip
 WIDTH = 1400
-MAX_HEIGHT = 16000  # Chromium's largest screenshot; a longer page is cut there (and says so)
+MAX_HEIGHT = 30000  # the window height; a longer page is cut there (and says so)
 
 
 def shoot(browser: str, html: Path, png: Path) -> str:
