@@ -105,7 +105,19 @@ def _resolve_reexport(
     return None
 
 
+def _figures_link_to_full_size(app: Sphinx, doctree: nodes.document) -> None:
+    """Every figure fills the content column and links to its full-size image.
+
+    Sphinx links an image to its file only when it is scaled (``html_scaled_image_link``), so a plain
+    Markdown ``![alt](img/x.png)`` is given the column's width.
+    """
+    for image in doctree.findall(nodes.image):
+        if not any(key in image for key in ("scale", "width", "height")):
+            image["width"] = "100%"
+
+
 def setup(app: Sphinx) -> None:
-    """Register the attribute-docstring rule and the re-export resolver above."""
+    """Register the attribute-docstring rule, the re-export resolver and the figure links above."""
     GoogleDocstring._consume_inline_attribute = _inline_attribute_without_type  # type: ignore[method-assign]
     app.connect("missing-reference", _resolve_reexport)
+    app.connect("doctree-read", _figures_link_to_full_size)

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.distributed import init_distributed, rank_info
-from gym_graphreset.plotting import import_pyplot
+from gym_graphreset.plotting import plot_curves
 
 
 # ----------------------------------------------------------------------------------------- config
@@ -480,19 +480,10 @@ def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     stem = f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}" + ("" if args.update_graph else "-eager-update")
     np.savez(out / f"{stem}.npz", **{k: np.asarray(v) for k, v in curve.items()})
-    plt = import_pyplot(out / f"{stem}.png")
-    if plt is None:
+    title = f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})"
+    label = "captured update" if args.update_graph else "eager update"
+    if not plot_curves({label: curve}, out / f"{stem}.png", title):
         return out / f"{stem}.npz"
-    fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    by_steps.plot(curve["env_steps"], curve["mean_return"])
-    by_steps.set_xlabel("env steps")
-    by_steps.set_ylabel("mean episode return")
-    by_time.plot(curve["seconds"], curve["mean_return"])
-    by_time.set_xlabel("seconds from the first reset")
-    fig.suptitle(f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})")
-    fig.tight_layout()
-    fig.savefig(out / f"{stem}.png", dpi=120)
-    plt.close(fig)
     return out / f"{stem}.png"
 
 
