@@ -31,6 +31,7 @@ from gym_graphreset.envs.go1_model import (
     INIT_BASE_HEIGHT,
     JOINT_NAMES,
     NJMAX,
+    PHYSICS_DT,
     build_go1_xml,
     default_joint_pos,
 )
@@ -61,10 +62,14 @@ class Go1VelocityCfg:
 
     decimation: int = 4
     episode_length_s: float = 20.0
-    # velocity command
-    lin_vel_x: tuple[float, float] = (-1.0, 1.0)
+    # velocity command; the x and yaw-rate ranges widen with the env-step count (mjlab's command curriculum)
+    velocity_stages: tuple[tuple[int, tuple[float, float], tuple[float, float]], ...] = (
+        (0, (-1.0, 1.0), (-0.5, 0.5)),
+        (5000 * 24, (-1.5, 2.0), (-0.7, 0.7)),
+        (10000 * 24, (-2.0, 3.0), (-0.7, 0.7)),
+    )
+    """(first env step, lin_vel_x range, ang_vel_z range) of each stage."""
     lin_vel_y: tuple[float, float] = (-1.0, 1.0)
-    ang_vel_z: tuple[float, float] = (-0.5, 0.5)
     heading_range: tuple[float, float] = (-math.pi, math.pi)
     resampling_time: tuple[float, float] = (3.0, 8.0)
     rel_standing_envs: float = 0.1
@@ -120,8 +125,11 @@ class Go1VelocityCfg:
     base_com_offset: tuple[float, float, float] = (0.025, 0.025, 0.03)
 
 
-# counter-RNG streams: one per draw site, so no two terms share a word
-_S_RESET, _S_COMMAND, _S_PUSH_TIMER, _S_NOISE, _S_PUSH, _S_STARTUP = 700, 710, 720, 730, 740, 750
+# Counter-RNG streams. One hash pass per use (a few dozen kernels each), its words split among the terms:
+# reset (episode key): base pose 0-3, joints 4-15, command 16-23, push timer 24;
+# step ((episode, step) key): command 0-7, push 8-14, observation noise 15-47; startup (world key).
+_S_RESET, _S_STEP, _S_STARTUP = 700, 710, 720
+_RESET_WORDS, _STEP_WORDS = 25, 48
 
 
 class Go1VelocityFlatEnv(MJWarpVectorEnv):
@@ -137,11 +145,23 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         njmax: Constraint rows per world (mjlab: 300).
         **kwargs: Passed to :class:`~gym_graphreset.envs.mjwarp.MJWarpVectorEnv` (``device``,
             ``nconmax``, ``global_env_offset``...).
+
+    Attributes:
+        command: ``(n, 3)`` the body-frame command (x, y, yaw rate) the policy sees; ``heading_target``,
+            ``is_heading``, ``is_standing`` ``(n,)``: the heading target and the row's command kind.
+        command_time_left: ``(n,)`` seconds to the next command resample; ``push_time_left``: to the next push.
+        action: ``(n, 12)`` this step's raw action; ``prev_action``: the previous step's.
+        in_contact: ``(n, 4)`` foot contact (1.0/0.0); ``air_time``, ``contact_time`` ``(n, 4)`` seconds;
+            ``foot_force`` ``(n, 4, 3)`` net contact force of each foot.
+        encoder_bias: ``(n, 12)`` per-world joint encoder bias (policy observation only).
+        common_step: ``()`` env steps taken since construction (drives the command curriculum).
+        default_joint_pos: ``(12,)``; ``action_scale`` ``(12,)``; ``soft_limits`` ``(12, 2)``.
     """
 
     supports_reset_selection = True  # reset is overridden below with masked writes: re-declared
     batched_model_fields = ("geom_friction", "body_ipos")
     refresh = "kinematics"  # the critic reads foot heights (site_xpos) after a reset
+    reward_names = REWARD_NAMES
     reset_term_names = ("base_pose", "joints", "command", "push_timer", "actions", "contact_state")
 
     def __init__(
@@ -160,7 +180,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             raise ValueError(f"`obs_clip` must be None or a positive float, got {obs_clip!r}")
         self.obs_clip = obs_clip
         self.model_xml = model_xml
-        step_dt = 0.005 * self.cfg.decimation
+        step_dt = PHYSICS_DT * self.cfg.decimation
         horizon = max_episode_steps or math.ceil(self.cfg.episode_length_s / step_dt - 1e-9)
         super().__init__(
             build_go1_xml(model_xml),
@@ -187,7 +207,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.air_time, self.contact_time, self.peak_height = z(4), z(4), z(4)
         self.in_contact, self.foot_force = z(4), z(4, 3)
         self.encoder_bias = z(12)
-        self._wants_terms = True
         self.single_action_space = spaces.Box(-np.inf, np.inf, (12,), np.float32)
         self.action_space = batch_space(self.single_action_space, n)
         self._startup_events()
@@ -215,7 +234,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         rng = mjm.jnt_range[ids]
         mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * self.cfg.soft_joint_limit_factor
         self.soft_limits = f(np.stack((mid - half, mid + half), axis=1))
-        self.hard_limits = f(rng)
         calf = [0.0 if j.endswith("calf_joint") else 1.0 for j in JOINT_NAMES]
         self.pose_std = f([[a if c else b for c in calf] for a, b in self.cfg.pose_std])
         self._trunk = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_BODY, "trunk")
@@ -228,6 +246,16 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             [mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_GEOM, f"{s}_foot_collision") for s in FOOT_NAMES], device=dev
         )
         self.weights = f([self.cfg.weights[k] for k in REWARD_NAMES]) * self.dt
+        c = self.cfg
+        self._push_scale = f([*c.push_lin, *c.push_ang])
+        self._stage_steps = torch.tensor([s[0] for s in c.velocity_stages], device=dev)
+        self._stage_ranges = f([[*s[1], *s[2]] for s in c.velocity_stages])  # (stages, 4): x lo, x hi, wz lo, wz hi
+        self.common_step = torch.zeros((), dtype=torch.long, device=dev)
+        self._com_scale = f(c.base_com_offset)
+        self._noise_scale = f(
+            [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
+            + [c.noise_joint_vel] * 12
+        )  # fmt: skip
 
     def _constants(self) -> None:
         if not hasattr(self, "_qpos_ids"):
@@ -268,15 +296,15 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.geom_friction.copy_(friction)
         self.encoder_bias.copy_(self._span(u[:, 3:15], -c.encoder_bias, c.encoder_bias))
         ipos = self.base_ipos.expand(n, -1, -1).clone()
-        offset = torch.tensor(c.base_com_offset, device=self.device)
-        ipos[:, self._trunk] += (2.0 * u[:, 15:18] - 1.0) * offset
+        ipos[:, self._trunk] += (2.0 * u[:, 15:18] - 1.0) * self._com_scale
         self.body_ipos.copy_(ipos)
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Base pose uniform around the spawn point (yaw over the circle), joints at default plus offset."""
         self._constants()
         c = self.cfg
-        u = self._reset_draw(_S_RESET, 16)
+        u = self._reset_draw(_S_RESET, _RESET_WORDS)
+        self._reset_u = u  # the reset terms use the rest of the words
         qpos = self.init_qpos.expand(self.num_envs, -1).clone()
         qpos[:, 0] = self._span(u[:, 0], -c.reset_xy, c.reset_xy)
         qpos[:, 1] = self._span(u[:, 1], -c.reset_xy, c.reset_xy)
@@ -286,11 +314,17 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         qpos[:, self._qpos_ids] = torch.maximum(torch.minimum(joints, self.soft_limits[:, 1]), self.soft_limits[:, 0])
         return qpos, torch.zeros_like(self.qvel)
 
+    def command_ranges(self) -> torch.Tensor:
+        """The curriculum stage's ``(x lo, x hi, wz lo, wz hi)`` at ``common_step``, on the device (no host read)."""
+        stage = (self.common_step >= self._stage_steps).sum() - 1
+        return self._stage_ranges.index_select(0, stage.view(1))[0]
+
     def _resample_command(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """New commands on ``rows`` from the uniforms ``u`` ``(n, 8)`` (mjlab's resampling rules)."""
         c = self.cfg
+        r = self.command_ranges()
         cmd = torch.stack(
-            (self._span(u[:, 0], *c.lin_vel_x), self._span(u[:, 1], *c.lin_vel_y), self._span(u[:, 2], *c.ang_vel_z)),
+            (self._span(u[:, 0], r[0], r[1]), self._span(u[:, 1], *c.lin_vel_y), self._span(u[:, 2], r[2], r[3])),
             dim=1,
         )
         forward = u[:, 6] <= c.rel_forward_envs
@@ -311,7 +345,8 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """Heading rows steer toward their target; standing rows get a zero command."""
         c = self.cfg
         err = T.wrap_to_pi(self.heading_target - T.heading(self.qpos[:, 3:7]))
-        wz = (c.heading_stiffness * err).clamp(c.ang_vel_z[0], c.ang_vel_z[1])
+        r = self.command_ranges()
+        wz = torch.clamp(c.heading_stiffness * err, r[2], r[3])
         self.command[:, 2].copy_(torch.where(self.is_heading, wz, self.command[:, 2]))
         self.command.copy_(torch.where(self.is_standing.unsqueeze(1), 0.0, self.command))
 
@@ -319,8 +354,9 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         """Command, push timer, actions and contact bookkeeping of the rows of ``mask`` (masked writes)."""
         self._constants()
         c = self.cfg
-        self._resample_command(mask, self._reset_draw(_S_COMMAND, 8))
-        timer = self._span(self._reset_draw(_S_PUSH_TIMER, 1)[:, 0], *c.push_interval)
+        u = self._reset_u  # drawn by _sample_initial_state for the episodes that start now
+        self._resample_command(mask, u[:, 16:24])
+        timer = self._span(u[:, 24], *c.push_interval)
         self.push_time_left.copy_(torch.where(mask, timer, self.push_time_left))
         m1 = mask.unsqueeze(1)
         for buf in (self.action, self.prev_action, self.air_time, self.contact_time, self.peak_height, self.in_contact):
@@ -328,14 +364,13 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.foot_force.copy_(torch.where(mask.view(-1, 1, 1), 0.0, self.foot_force))
         self._update_command()
 
-    def _push(self) -> None:
+    def _push(self, u: torch.Tensor) -> None:
         """Add a random base velocity (world frame) on rows whose push timer ran out; re-arm their timer."""
         c = self.cfg
         self.push_time_left.sub_(self.dt)
         push = self.push_time_left <= 0.0
-        u = self._step_draw(_S_PUSH, 7)
-        lin = (2.0 * u[:, 0:3] - 1.0) * torch.tensor(c.push_lin, device=self.device)
-        ang_w = (2.0 * u[:, 3:6] - 1.0) * torch.tensor(c.push_ang, device=self.device)
+        kick = (2.0 * u[:, 0:6] - 1.0) * self._push_scale  # world linear, world angular
+        lin, ang_w = kick[:, :3], kick[:, 3:]
         ang_b = T.quat_rotate_inverse(self.qpos[:, 3:7], ang_w)  # free-joint angular qvel is in the body frame
         p1 = push.unsqueeze(1)
         self.qvel[:, 0:3].add_(torch.where(p1, lin, 0.0))
@@ -346,9 +381,10 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset the physics of the selected worlds (all by default), then every reset term on the same rows."""
-        super().reset(seed=seed, options=options)
+        self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
         with self._on_stream():
+            self._masked_reset(mask)  # the parent's reset without its observation (ours follows the terms)
             if seed is not None:
                 self._startup_events()
             self._reset_terms(mask)
@@ -366,6 +402,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             self.ctrl.copy_(target)  # actuators are added in JOINT_NAMES order
             self.runtime.run("physics", self._physics_body)
             self.elapsed.add_(1)
+            self.common_step.add_(1)
             self.overflow_seen.bitwise_or_(self.overflow)
             terms = self._reward_terms()
             reward = terms.sum(dim=1)
@@ -373,10 +410,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             terminated = torch.acos((-gravity[:, 2]).clamp(-1.0, 1.0)) > self.cfg.fall_angle
             truncated = self.elapsed >= self.max_episode_steps
             self.command_time_left.sub_(self.dt)
-            self._resample_command(self.command_time_left <= 0.0, self._step_draw(_S_COMMAND, 8))
+            u = self._step_draw(_S_STEP, _STEP_WORDS)
+            self._resample_command(self.command_time_left <= 0.0, u[:, 0:8])
             self._update_command()
-            self._push()
-            return self._observe(), reward, terminated, truncated, {"reward_terms": terms}
+            self._push(u[:, 8:15])
+            return self._observe(u), reward, terminated, truncated, {"reward_terms": terms}
 
     # ------------------------------------------------------------------ terms
 
@@ -431,23 +469,21 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         )  # fmt: skip
         return raw * self.weights
 
-    def _observe(self) -> Any:
-        """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder."""
+    def _observe(self, u: torch.Tensor | None = None) -> Any:
+        """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder.
+
+        ``u``: this step's draws (words 15-47 are the noise), made here when not given.
+        """
         if not hasattr(self, "encoder_bias"):
             return torch.zeros(self.num_envs, 1, device=self.device)  # the parent's constructor asks once
-        c = self.cfg
         _, imu_lin, ang = self._base_velocity()
         gravity = T.projected_gravity(self.qpos[:, 3:7])
         joint_pos = self.qpos[:, self._qpos_ids] - self.default_joint_pos
         joint_vel = self.qvel[:, self._qvel_ids]
         clean = (imu_lin, ang, gravity, joint_pos, joint_vel, self.action, self.command)
-        u = 2.0 * self._step_draw(_S_NOISE, 33) - 1.0
-        scale = torch.tensor(
-            [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
-            + [c.noise_joint_vel] * 12,
-            device=self.device,
-        )  # fmt: skip
-        noisy = torch.cat((imu_lin, ang, gravity, joint_pos + self.encoder_bias, joint_vel), dim=1) + u * scale
+        u = 2.0 * (self._step_draw(_S_STEP, _STEP_WORDS) if u is None else u)[:, 15:] - 1.0
+        noisy = torch.cat((imu_lin, ang, gravity, joint_pos + self.encoder_bias, joint_vel), dim=1)
+        noisy = noisy + u * self._noise_scale
         policy = torch.cat((noisy, self.action, self.command), dim=1)
         height = self.site_xpos[:, self._foot_sites, 2]
         force = self.foot_force.flatten(1)

@@ -30,8 +30,11 @@ __all__ = [
     "GO1_XML",
     "INIT_BASE_HEIGHT",
     "JOINT_NAMES",
+    "NJMAX",
+    "PHYSICS_DT",
     "VELOCITY_LIMIT",
     "build_go1_xml",
+    "default_joint_pos",
     "joint_gains",
 ]
 
@@ -40,24 +43,31 @@ GO1_XML = Path(__file__).parent / "assets" / "go1.xml"
 
 LEGS = ("FR", "FL", "RR", "RL")
 FOOT_NAMES = LEGS
+"""Foot site names, in the order of every per-foot quantity (``<leg>_foot_collision`` are the geoms)."""
 JOINT_NAMES = tuple(f"{leg}_{part}_joint" for leg in LEGS for part in ("hip", "thigh", "calf"))
 """Actuated joints in action order (mjlab's order for Go1: leg by leg, hip, thigh, calf)."""
 
 ROTOR_INERTIA = 0.000111842
 GEAR = {"hip": 6.0, "thigh": 6.0, "calf": 9.0}
 EFFORT_LIMIT = {"hip": 23.7, "thigh": 23.7, "calf": 35.55}
+"""Torque limits [N m] by joint kind (the actuators' force range)."""
 VELOCITY_LIMIT = {"hip": 30.1, "thigh": 30.1, "calf": 20.06}
 """Motor velocity limits [rad/s] (mjlab records them; its position actuator does not enforce them)."""
 NATURAL_FREQ = 10.0 * 2.0 * math.pi
 DAMPING_RATIO = 2.0
 INIT_BASE_HEIGHT = 0.278
+"""Spawn height of the trunk [m] (reset adds 0.01-0.05 m)."""
 DEFAULT_JOINT_POS = {"hip_R": 0.1, "hip_L": -0.1, "thigh": 0.9, "calf": -1.8}
+"""The standing pose [rad]: hips of the right legs 0.1, of the left legs -0.1, thighs 0.9, calves -1.8."""
 FOOT_RADIUS = 0.023
 FOOT_FRICTION = (1.0, 5e-3, 5e-4)
 COLLISION_SOLREF = (0.01, 1.0)
 NJMAX = 300
+"""Constraint rows per world (mjlab's flat Go1 setting)."""
+PHYSICS_DT = 0.005
+"""Physics timestep [s]."""
 SIM_OPTIONS = {
-    "timestep": 0.005,
+    "timestep": PHYSICS_DT,
     "impratio": 10.0,
     "iterations": 10,
     "ls_iterations": 20,
@@ -80,7 +90,7 @@ ACTION_SCALE = {j: 0.25 * EFFORT_LIMIT[_part(j)] / joint_gains(j)[0] for j in JO
 
 
 def default_joint_pos(joint: str) -> float:
-    """mjlab's standing pose: hips 0.1 rad outward (R positive), thighs 0.9, calves -1.8."""
+    """The standing pose (mjlab's): hips 0.1 rad outward (R positive), thighs 0.9, calves -1.8."""
     part = _part(joint)
     if part == "hip":
         return DEFAULT_JOINT_POS["hip_R"] if joint[1] == "R" else DEFAULT_JOINT_POS["hip_L"]
