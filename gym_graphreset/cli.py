@@ -12,7 +12,7 @@ import gymnasium as gym
 import torch
 
 from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
-from gym_graphreset.peers import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
+from gym_graphreset.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
 from gym_graphreset.plotting import plot_peer_comparison, plot_results
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"

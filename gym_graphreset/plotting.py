@@ -95,7 +95,7 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
     Returns whether the PNG was written.
     """
     from gym_graphreset.bench import MODES
-    from gym_graphreset.peers import PEERS, best_ours
+    from gym_graphreset.peers.compare import PEERS, best_ours
 
     plt = import_pyplot(path)
     if plt is None:

@@ -16,10 +16,10 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from gym_graphreset import peers
 from gym_graphreset.bench import ModeResult
 from gym_graphreset.cli import main
-from gym_graphreset.peers import (
+from gym_graphreset.peers import compare
+from gym_graphreset.peers.compare import (
     PeerConfig,
     PeerSkipped,
     Variant,
@@ -257,7 +257,7 @@ def test_cli_variants_reach_the_constructor_and_peer_rows_are_saved(
         return make_vec(env_id, **kwargs)
 
     monkeypatch.setattr(gym, "make_vec", recording_make_vec)
-    monkeypatch.setattr(peers, "runner_path", lambda name: fake_runner)
+    monkeypatch.setattr(compare, "runner_path", lambda name: fake_runner)
     monkeypatch.setenv("FAKE_MODE", "ok")
     monkeypatch.setenv("FAKE_MODEL_XML", str(tmp_path / "go1.xml"))
     args = [*CLI, "--out", str(tmp_path), "--no-progress", "--peer", "mjlab", "--peer-python", sys.executable]

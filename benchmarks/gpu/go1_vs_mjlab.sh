@@ -65,7 +65,7 @@ python3 - "$WORK" "$OUT" "$ENV_ID" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
 from pathlib import Path
 from gym_graphreset.bench import env_versions
-from gym_graphreset.peers import comparison_table, load_results
+from gym_graphreset.peers.compare import comparison_table, load_results
 from gym_graphreset.plotting import plot_peer_comparison
 work, out, env_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 paths = sorted(work.glob("x*/bench-*.json"), key=lambda p: int(p.parent.name[1:]))
