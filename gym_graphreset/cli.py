@@ -18,6 +18,10 @@ from gym_graphreset.plotting import plot_peer_comparison, plot_results
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
 
+class VariantRejected(ValueError):
+    """The env's constructor refused a ``--variant``'s keyword arguments."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
@@ -155,18 +159,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         for env_id, variant in variants.items():
 
             def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
-                return gym.make_vec(
-                    args.env_id, num_envs=n, vectorization_mode="vector_entry_point", device=device, **variant.kwargs
-                )
+                try:
+                    return gym.make_vec(
+                        args.env_id,
+                        num_envs=n,
+                        vectorization_mode="vector_entry_point",
+                        device=device,
+                        **variant.kwargs,
+                    )
+                except TypeError as exc:
+                    if not variant.kwargs:
+                        raise
+                    raise VariantRejected(
+                        f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
+                    ) from exc
 
-            measured = measure_modes(
-                make_inner,
-                modes,
-                steps=args.steps,
-                warmup=args.warmup,
-                env_id=env_id,
-                show_progress=not args.no_progress,
-            )
+            try:
+                measured = measure_modes(
+                    make_inner,
+                    modes,
+                    steps=args.steps,
+                    warmup=args.warmup,
+                    env_id=env_id,
+                    show_progress=not args.no_progress,
+                )
+            except VariantRejected as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
             results += measured

@@ -230,6 +230,8 @@ def test_cli_rejects_bad_peer_arguments(capsys: pytest.CaptureFixture[str]) -> N
     assert "`--variant` label 'a' given twice" in capsys.readouterr().err
     assert main([*base, "--variant", "a:x"]) == 2
     assert "items must be key=value" in capsys.readouterr().err
+    assert main([*base, "--no-progress", "--variant", "a:model_xml=go1.xml"]) == 2
+    assert "`--variant a`: gym_graphreset/CartPole-v1 does not take ['model_xml']" in capsys.readouterr().err
 
 
 CLI = ["bench", "--device", "cpu", "--num-envs", "8,16", "--steps", "2", "--warmup", "1", "--modes", "masked"]
