@@ -12,10 +12,14 @@ import gymnasium as gym
 import torch
 
 from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
-from gym_graphreset.peers import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
+from gym_graphreset.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
 from gym_graphreset.plotting import plot_peer_comparison, plot_results
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
+
+
+class VariantRejected(ValueError):
+    """The env's constructor refused a ``--variant``'s keyword arguments."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -168,18 +172,33 @@ def _measure(
         for env_id, variant in variants.items():
 
             def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
-                return gym.make_vec(
-                    args.env_id, num_envs=n, vectorization_mode="vector_entry_point", device=device, **variant.kwargs
-                )
+                try:
+                    return gym.make_vec(
+                        args.env_id,
+                        num_envs=n,
+                        vectorization_mode="vector_entry_point",
+                        device=device,
+                        **variant.kwargs,
+                    )
+                except TypeError as exc:
+                    if not variant.kwargs:
+                        raise
+                    raise VariantRejected(
+                        f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
+                    ) from exc
 
-            measured = measure_modes(
-                make_inner,
-                modes,
-                steps=args.steps,
-                warmup=args.warmup,
-                env_id=env_id,
-                show_progress=not args.no_progress,
-            )
+            try:
+                measured = measure_modes(
+                    make_inner,
+                    modes,
+                    steps=args.steps,
+                    warmup=args.warmup,
+                    env_id=env_id,
+                    show_progress=not args.no_progress,
+                )
+            except VariantRejected as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
             results += measured

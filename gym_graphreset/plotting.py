@@ -150,7 +150,7 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
     Returns whether the PNG was written.
     """
     from gym_graphreset.bench import MODES
-    from gym_graphreset.peers import PEERS, best_ours
+    from gym_graphreset.peers.compare import PEERS, best_ours
 
     plt = import_pyplot(path)
     if plt is None:
@@ -181,7 +181,10 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
             xs, [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_], ":", color="black", label=f"{name} physics"
         )
         ratio.plot(xs, [p.ms_per_step / p.extra["physics_ms"] for p in line_], marker="s", color="black", label=name)
+    sizes = sorted({r.num_envs for r in results})
     rate.set_xscale("log", base=2)
+    rate.set_xticks(sizes, [str(n) for n in sizes], minor=False)
+    rate.xaxis.set_minor_locator(plt.NullLocator())
     rate.set_yscale("log")
     rate.set_ylabel("env-steps/s (higher is better)")
     rate.set_title(title, fontsize=11)

@@ -149,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_iterations": iterations,
         "versions": _versions(torch),
         "rl_cfg": json.loads(json.dumps(agent_cfg, default=str)),
+        "logger": "an in-memory rsl_rl LogWriter replaces rl_cfg's logger; no checkpoints",
         "fields": {"wall_s": "seconds since the training loop started", **TAGS},
         "rows": [],
     }
