@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.distributed import init_distributed, rank_info
-from gym_graphreset.plotting import import_pyplot
+from gym_graphreset.plotting import plot_curves
 
 
 # ----------------------------------------------------------------------------------------- config
@@ -605,14 +605,44 @@ def _stem(args: Args) -> str:
 
 
 def save_json(curve: dict[str, list[float]], args: Args) -> Path:
-    """The curve so far (seconds from the first reset, env steps, returns, episode length, tracking terms)
-    and the run's settings, as ``<out>/<stem>.json``; rewritten at every log line."""
+    """The curve so far and the run's settings as ``<out>/<stem>.json``; rewritten at every log line.
+
+    ``"rows"`` is the training-curve format of :func:`gym_graphreset.plotting.load_training_curve` (one row
+    per log line: ``wall_s`` from the first reset, ``env_steps``, ``track_lin_vel``, ``track_ang_vel``,
+    ``episode_length``, ``mean_return``; the tracking terms are ``null`` for tasks without them), so
+    :func:`~gym_graphreset.plotting.plot_training_curves` draws it next to mjlab's run; ``"curve"`` has the
+    same values as lists, every reward term included.
+    """
     import json
 
+    def at(key: str, i: int) -> float | None:
+        values = curve.get(key, [])
+        return values[i] if i < len(values) else None
+
+    rows = [
+        {
+            "wall_s": wall,
+            "env_steps": at("env_steps", i),
+            "track_lin_vel": at("track_linear_velocity", i),
+            "track_ang_vel": at("track_angular_velocity", i),
+            "episode_length": at("mean_episode_length", i),
+            "mean_return": at("mean_return", i),
+        }
+        for i, wall in enumerate(curve.get("seconds", []))
+    ]
+    record = {
+        "trainer": "examples/ppo_continuous.py",
+        "task": args.env_id,
+        "num_envs": args.num_envs,
+        "budget_s": args.time_limit_s,
+        "args": dataclasses.asdict(args),
+        "rows": rows,
+        "curve": curve,
+    }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{_stem(args)}.json"
-    path.write_text(json.dumps({"args": dataclasses.asdict(args), "curve": curve}, indent=1))
+    path.write_text(json.dumps(record, indent=1))
     return path
 
 
@@ -623,31 +653,10 @@ def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
     stem = _stem(args)
     save_json(curve, args)
     np.savez(out / f"{stem}.npz", **{k: np.asarray(v) for k, v in curve.items()})
-    plt = import_pyplot(out / f"{stem}.png")
-    if plt is None:
+    title = f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})"
+    label = "captured update" if args.update_graph else "eager update"
+    if not plot_curves({label: curve}, out / f"{stem}.png", title):
         return out / f"{stem}.npz"
-    tracking = "track_linear_velocity" in curve
-    fig, axes = plt.subplots(1, 3 if tracking else 2, figsize=(15 if tracking else 10, 4))
-    by_steps, by_time = axes[0], axes[1]
-    if tracking:  # the velocity-tracking reward and the episode length against wall-clock time
-        track = axes[2]
-        track.plot(curve["seconds"], curve["track_linear_velocity"], label="track_linear_velocity")
-        track.plot(curve["seconds"], curve["track_angular_velocity"], label="track_angular_velocity")
-        track.set_xlabel("seconds from the first reset")
-        track.set_ylabel("episode reward / horizon [1/s]")
-        track.legend(loc="upper left")
-        length = track.twinx()
-        length.plot(curve["seconds"], curve["mean_episode_length"], color="grey", linestyle="--")
-        length.set_ylabel("mean episode length (steps, dashed)")
-    by_steps.plot(curve["env_steps"], curve["mean_return"])
-    by_steps.set_xlabel("env steps")
-    by_steps.set_ylabel("mean episode return")
-    by_time.plot(curve["seconds"], curve["mean_return"])
-    by_time.set_xlabel("seconds from the first reset")
-    fig.suptitle(f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})")
-    fig.tight_layout()
-    fig.savefig(out / f"{stem}.png", dpi=120)
-    plt.close(fig)
     return out / f"{stem}.png"
 
 

@@ -17,6 +17,7 @@ import torch
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityCfg, Go1VelocityFlatEnv
 from gym_graphreset.envs.go1_model import ACTION_SCALE, JOINT_NAMES, build_go1_xml, default_joint_pos
+from gym_graphreset.plotting import load_training_curve
 from gym_graphreset.testing import assert_masked_matches_selected
 
 from .conftest import GRAPH_MODES, MODES, needs_cuda
@@ -258,6 +259,8 @@ def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     curve = ppo.train(args)
     path = ppo.save_json(curve, args)
     logged = json.loads(path.read_text())["curve"]
+    rows = load_training_curve(path)  # the format mjlab's training run is compared in
+    assert [r["track_lin_vel"] for r in rows] == logged["track_linear_velocity"]
     assert len(logged["seconds"]) >= 1 and len(logged["track_linear_velocity"]) == len(logged["seconds"])
     assert all(0 < x <= 2.0 for x in logged["track_linear_velocity"])  # weight 2 x dt per step / horizon in s
     assert all(0 < x <= 6 for x in logged["mean_episode_length"])
