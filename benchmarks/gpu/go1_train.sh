@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Go1 velocity tracking on the GPU: this library's PPO (examples/ppo_continuous.py with mjlab's PPO settings,
+# --preset mjlab-go1) for a wall-clock budget, then its tracking curve on one figure with mjlab's own run
+# (benchmarks/gpu/mjlab_train.py's JSON) and when it reached mjlab's final tracking reward.
+# On the GPU machine, from the repository root, after staging the ggkit (../shared/gpu/README.md):
+#   . /opt/ggkit/env.sh && OUT=/some/dir bash benchmarks/gpu/go1_train.sh
+# BUDGET_S (240, mjlab's budget), NUM_ENVS (4096), MJLAB_JSON (mjlab's run). Kernel compilation and the graph
+# captures come before the budget (about 2-3 minutes when cold). What comes back under $OUT:
+# go1-train.log, ppo-Go1-Velocity-Flat-v0-<n>.{json,npz,png}, go1-train-vs-mjlab.png.
+set -uo pipefail
+OUT=${OUT:?set OUT to an output folder}
+BUDGET_S=${BUDGET_S:-240}
+NUM_ENVS=${NUM_ENVS:-4096}
+MJLAB_JSON=${MJLAB_JSON:-benchmarks/results/h200-mjlab-train-Go1-4096.json}
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+timeout $((BUDGET_S + 300)) python3 examples/ppo_continuous.py --preset mjlab-go1 --num-envs "$NUM_ENVS" \
+  --time-limit-s "$BUDGET_S" --device cuda --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -6 \
+  | tee "$OUT/go1-train.log"
+python3 - "$OUT/ppo-Go1-Velocity-Flat-v0-$NUM_ENVS.json" "$MJLAB_JSON" "$OUT/go1-train-vs-mjlab.png" <<'PY' 2>&1 \
+  | tee -a "$OUT/go1-train.log"
+import sys
+from pathlib import Path
+
+from gym_graphreset.plotting import load_training_curve, plot_training_curves
+
+ours, mjlab, png = (Path(a) for a in sys.argv[1:])
+rows = load_training_curve(ours)
+runs = {"gym_graphreset": ours}
+if mjlab.is_file():
+    runs["mjlab"] = mjlab
+    theirs = [r for r in load_training_curve(mjlab) if r["track_lin_vel"] is not None]
+    goal, at = theirs[-1]["track_lin_vel"], theirs[-1]["wall_s"]
+    hit = next((r for r in rows if r["track_lin_vel"] is not None and r["track_lin_vel"] >= goal), None)
+    best = max((r["track_lin_vel"] for r in rows if r["track_lin_vel"] is not None), default=None)
+    print(f"mjlab: track_lin_vel {goal:.3f} at {at:.1f} s (its budget); gym_graphreset: "
+          + (f"reached it at {hit['wall_s']:.1f} s ({hit['wall_s'] / at:.2f} of mjlab's time)" if hit
+             else f"did not reach it (best {best})"))
+else:
+    print(f"no mjlab run at {mjlab}: the figure has this library's curve only")
+print(f"figure: {png}" if plot_training_curves(runs, png, "Go1 flat velocity, 4096 envs, one H200")
+      else "matplotlib missing: no figure")
+PY
