@@ -347,3 +347,21 @@ def test_go1_vs_mjlab_script_is_valid_bash() -> None:
     script = ROOT / "benchmarks" / "gpu" / "go1_vs_mjlab.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False).returncode == 0
     assert script.read_text().count("timeout ") >= 4  # the prewarms and each size run under a timeout
+
+
+def test_unbounded_actions_sampled_like_the_peer() -> None:
+    """Our bench samples an unbounded Box in [-1, 1] (as the mjlab runner does); bounded sides stay as declared."""
+    import numpy as np
+    import torch
+
+    from gym_graphreset.bench import sample_actions
+
+    inf = np.inf
+    space = gym.spaces.Box(
+        np.array([[-inf, -3, 0, 2, -inf]], np.float32), np.array([[inf, 3, inf, inf, -4]], np.float32)
+    )
+    actions = torch.stack(sample_actions(space, torch.device("cpu"), 256))
+    assert torch.isfinite(actions).all()
+    low, high = actions.amin(dim=(0, 1)), actions.amax(dim=(0, 1))
+    assert (low >= torch.tensor([-1, -3, 0, 2, -6])).all() and (high <= torch.tensor([1, 3, 1, 4, -4])).all()
+    assert (high - low > torch.tensor([1.8, 5.6, 0.9, 1.8, 1.8])).all()  # the whole range is used
