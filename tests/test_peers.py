@@ -30,7 +30,7 @@ from gym_graphreset.peers.compare import (
     run_peer,
     runner_path,
 )
-from gym_graphreset.plotting import load_training_curve, plot_training_curves
+from gym_graphreset.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_RUNNER = """
@@ -295,8 +295,18 @@ def test_plot_training_curves_both_runs(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is the optional `plot` extra")
     rows = [{"wall_s": t, "env_steps": 100 * t, "track_lin_vel": 0.1 * t, "episode_length": 10 * t} for t in range(5)]
     runs = {"mjlab": _curve(tmp_path / "m.json", rows), "ours": _curve(tmp_path / "o.json", rows[::2])}
-    assert plot_training_curves(runs, tmp_path / "curves.png", "Go1 flat: tracking vs wall-clock")
+    assert plot_training_curves(runs, tmp_path / "curves.png", "Go1 flat: tracking vs wall-clock", reference="mjlab")
     assert (tmp_path / "curves.png").stat().st_size > 0
+    with pytest.raises(ValueError, match=re.escape("`reference` must be one of ['mjlab', 'ours'], got 'brax'")):
+        plot_training_curves(runs, tmp_path / "x.png", "t", reference="brax")
+
+
+def test_final_level_and_time_to_reach() -> None:
+    """The reference level is the mean of the last values; the time is the first row at or above it."""
+    rows = [{"wall_s": 10.0 * i, "track_lin_vel": v} for i, v in enumerate([None, 0.1, 0.5, 0.4, 0.6])]
+    assert final_level(rows, last=3) == pytest.approx(0.5)
+    assert time_to_reach(rows, 0.5) == 20.0 and time_to_reach(rows, 0.7) is None
+    assert final_level([{"wall_s": 0.0, "track_lin_vel": None}]) is None
 
 
 def test_mjlab_train_budget_stops_after_the_iteration(tmp_path: Path) -> None:
