@@ -222,10 +222,10 @@ def plot_training_curves(runs: dict[str, Path], path: Path, title: str, referenc
         if level is not None:
             reached = time_to_reach(rows, level)
             name += f" (reached {level:.3f} at {reached:.0f} s)" if reached is not None else f" (never {level:.3f})"
-        for ax, key in ((reward, "track_lin_vel"), (length, "episode_length")):
+        for ax, key, legend in ((reward, "track_lin_vel", name), (length, "episode_length", label)):
             points = [(r["wall_s"], r[key]) for r in rows if r[key] is not None]
             if points:
-                ax.plot(*zip(*points, strict=True), label=name)
+                ax.plot(*zip(*points, strict=True), label=legend)
     if level is not None:
         reward.axhline(level, linestyle="--", color="grey", linewidth=1, label=f"{reference}'s final level")
     reward.set_ylabel("linear-velocity tracking reward\n(per second of max episode)")
