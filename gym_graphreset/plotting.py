@@ -124,7 +124,12 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
         if floors:
             xs = [b.num_envs for b, _ in floors]
             rate.plot(
-                xs, [b.num_envs / f * 1e3 for b, f in floors], ":", color=line.get_color(), label=f"{name} physics"
+                xs,
+                [b.num_envs / f * 1e3 for b, f in floors],
+                ":",
+                marker="x",
+                color=line.get_color(),
+                label=f"{name} physics",
             )
             ratio.plot(xs, [b.ms_per_step / f for b, f in floors], marker="o", color=line.get_color(), label=name)
     for engine in dict.fromkeys(p.mode for p in peers):
@@ -133,7 +138,12 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
         name = f"{engine} {line_[0].env_id}"
         rate.plot(xs, [p.env_steps_per_s for p in line_], marker="s", color="black", label=name)
         rate.plot(
-            xs, [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_], ":", color="black", label=f"{name} physics"
+            xs,
+            [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_],
+            ":",
+            marker="x",
+            color="black",
+            label=f"{name} physics",
         )
         ratio.plot(xs, [p.ms_per_step / p.extra["physics_ms"] for p in line_], marker="s", color="black", label=name)
     sizes = sorted({r.num_envs for r in results})
