@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import torch
@@ -143,7 +143,7 @@ def _peer_choices(args: argparse.Namespace, device: torch.device) -> tuple[dict[
         variants = _variants(args.variant, args.env_id)
         configs = [
             PeerConfig(
-                name=p,  # type: ignore[arg-type]  (checked by PeerConfig)
+                name=cast(Any, p),  # checked by PeerConfig
                 python=args.peer_python,
                 pythonpath=args.peer_pythonpath,
                 task=args.peer_task,
@@ -172,14 +172,9 @@ def _measure(
         for env_id, variant in variants.items():
 
             def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
+                kwargs: dict[str, Any] = {"device": device, **variant.kwargs}
                 try:
-                    return gym.make_vec(
-                        args.env_id,
-                        num_envs=n,
-                        vectorization_mode="vector_entry_point",
-                        device=device,
-                        **variant.kwargs,
-                    )
+                    return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
                 except TypeError as exc:
                     if not variant.kwargs:
                         raise

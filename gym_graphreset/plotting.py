@@ -13,13 +13,17 @@ from typing import Any
 from gym_graphreset.bench import ModeResult
 
 __all__ = [
+    "TRAINING_FIELDS",
+    "final_level",
     "import_pyplot",
     "is_cpu_baseline",
+    "load_training_curve",
     "plot_curves",
     "plot_peer_comparison",
     "plot_results",
     "plot_training_curves",
     "same_task",
+    "time_to_reach",
 ]
 
 
@@ -169,7 +173,12 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
         if floors:
             xs = [b.num_envs for b, _ in floors]
             rate.plot(
-                xs, [b.num_envs / f * 1e3 for b, f in floors], ":", color=line.get_color(), label=f"{name} physics"
+                xs,
+                [b.num_envs / f * 1e3 for b, f in floors],
+                ":",
+                marker="x",
+                color=line.get_color(),
+                label=f"{name} physics",
             )
             ratio.plot(xs, [b.ms_per_step / f for b, f in floors], marker="o", color=line.get_color(), label=name)
     for engine in dict.fromkeys(p.mode for p in peers):
@@ -178,7 +187,12 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
         name = f"{engine} {line_[0].env_id}"
         rate.plot(xs, [p.env_steps_per_s for p in line_], marker="s", color="black", label=name)
         rate.plot(
-            xs, [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_], ":", color="black", label=f"{name} physics"
+            xs,
+            [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_],
+            ":",
+            marker="x",
+            color="black",
+            label=f"{name} physics",
         )
         ratio.plot(xs, [p.ms_per_step / p.extra["physics_ms"] for p in line_], marker="s", color="black", label=name)
     sizes = sorted({r.num_envs for r in results})
@@ -232,22 +246,47 @@ def load_training_curve(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_training_curves(runs: dict[str, Path], path: Path, title: str) -> bool:
+def final_level(rows: list[dict[str, Any]], key: str = "track_lin_vel", last: int = 5) -> float | None:
+    """The mean of the last ``last`` non-null values of ``key``: where a run ended (``None`` if it has none)."""
+    values = [r[key] for r in rows if r[key] is not None][-last:]
+    return sum(values) / len(values) if values else None
+
+
+def time_to_reach(rows: list[dict[str, Any]], level: float, key: str = "track_lin_vel") -> float | None:
+    """The first ``wall_s`` at which ``key`` is at least ``level`` (``None`` if never)."""
+    return next((r["wall_s"] for r in rows if r[key] is not None and r[key] >= level), None)
+
+
+def plot_training_curves(runs: dict[str, Path], path: Path, title: str, reference: str | None = None) -> bool:
     """Tracking reward (top) and episode length (bottom) against wall-clock seconds, one line per run.
 
     ``runs`` maps a legend label (``"mjlab"``, ``"gym_graphreset"``) to its training-curve JSON (see
-    :func:`load_training_curve`); rows with ``null`` values are skipped. Returns whether the PNG was written.
+    :func:`load_training_curve`); rows with ``null`` values are skipped. With ``reference`` (a label of
+    ``runs``), the reference run's :func:`final_level` is drawn as a dashed line and each run's legend says
+    when it first reached it (:func:`time_to_reach`). Returns whether the PNG was written.
+
+    Raises:
+        ValueError: ``reference`` is not a label of ``runs``, or a file is not a training curve.
     """
+    if reference is not None and reference not in runs:
+        raise ValueError(f"`reference` must be one of {sorted(runs)}, got {reference!r}")
     curves = {label: load_training_curve(p) for label, p in runs.items()}
+    level = final_level(curves[reference]) if reference is not None else None
     plt = import_pyplot(path)
     if plt is None:
         return False
     fig, (reward, length) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
     for label, rows in curves.items():
-        for ax, key in ((reward, "track_lin_vel"), (length, "episode_length")):
+        name = label
+        if level is not None:
+            reached = time_to_reach(rows, level)
+            name += f" (reached {level:.3f} at {reached:.0f} s)" if reached is not None else f" (never {level:.3f})"
+        for ax, key, legend in ((reward, "track_lin_vel", name), (length, "episode_length", label)):
             points = [(r["wall_s"], r[key]) for r in rows if r[key] is not None]
             if points:
-                ax.plot(*zip(*points, strict=True), label=label)
+                ax.plot(*zip(*points, strict=True), label=legend)
+    if level is not None:
+        reward.axhline(level, linestyle="--", color="grey", linewidth=1, label=f"{reference}'s final level")
     reward.set_ylabel("linear-velocity tracking reward\n(per second of max episode)")
     reward.set_title(title, fontsize=11)
     length.set_ylabel("mean episode length (steps)")

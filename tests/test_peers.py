@@ -30,7 +30,7 @@ from gym_graphreset.peers.compare import (
     run_peer,
     runner_path,
 )
-from gym_graphreset.plotting import load_training_curve, plot_training_curves
+from gym_graphreset.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_RUNNER = """
@@ -295,8 +295,18 @@ def test_plot_training_curves_both_runs(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib is the optional `plot` extra")
     rows = [{"wall_s": t, "env_steps": 100 * t, "track_lin_vel": 0.1 * t, "episode_length": 10 * t} for t in range(5)]
     runs = {"mjlab": _curve(tmp_path / "m.json", rows), "ours": _curve(tmp_path / "o.json", rows[::2])}
-    assert plot_training_curves(runs, tmp_path / "curves.png", "Go1 flat: tracking vs wall-clock")
+    assert plot_training_curves(runs, tmp_path / "curves.png", "Go1 flat: tracking vs wall-clock", reference="mjlab")
     assert (tmp_path / "curves.png").stat().st_size > 0
+    with pytest.raises(ValueError, match=re.escape("`reference` must be one of ['mjlab', 'ours'], got 'brax'")):
+        plot_training_curves(runs, tmp_path / "x.png", "t", reference="brax")
+
+
+def test_final_level_and_time_to_reach() -> None:
+    """The reference level is the mean of the last values; the time is the first row at or above it."""
+    rows = [{"wall_s": 10.0 * i, "track_lin_vel": v} for i, v in enumerate([None, 0.1, 0.5, 0.4, 0.6])]
+    assert final_level(rows, last=3) == pytest.approx(0.5)
+    assert time_to_reach(rows, 0.5) == 20.0 and time_to_reach(rows, 0.7) is None
+    assert final_level([{"wall_s": 0.0, "track_lin_vel": None}]) is None
 
 
 def test_mjlab_train_budget_stops_after_the_iteration(tmp_path: Path) -> None:
@@ -347,3 +357,21 @@ def test_go1_vs_mjlab_script_is_valid_bash() -> None:
     script = ROOT / "benchmarks" / "gpu" / "go1_vs_mjlab.sh"
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False).returncode == 0
     assert script.read_text().count("timeout ") >= 4  # the prewarms and each size run under a timeout
+
+
+def test_unbounded_actions_sampled_like_the_peer() -> None:
+    """Our bench samples an unbounded Box in [-1, 1] (as the mjlab runner does); bounded sides stay as declared."""
+    import numpy as np
+    import torch
+
+    from gym_graphreset.bench import sample_actions
+
+    inf = np.inf
+    space = gym.spaces.Box(
+        np.array([[-inf, -3, 0, 2, -inf]], np.float32), np.array([[inf, 3, inf, inf, -4]], np.float32)
+    )
+    actions = torch.stack(sample_actions(space, torch.device("cpu"), 256))
+    assert torch.isfinite(actions).all()
+    low, high = actions.amin(dim=(0, 1)), actions.amax(dim=(0, 1))
+    assert (low >= torch.tensor([-1, -3, 0, 2, -6])).all() and (high <= torch.tensor([1, 3, 1, 4, -4])).all()
+    assert (high - low > torch.tensor([1.8, 5.6, 0.9, 1.8, 1.8])).all()  # the whole range is used
