@@ -22,22 +22,21 @@ python3 - "$OUT/ppo-Go1-Velocity-Flat-v0-$NUM_ENVS.json" "$MJLAB_JSON" "$OUT/go1
 import sys
 from pathlib import Path
 
-from gym_graphreset.plotting import load_training_curve, plot_training_curves
+from gym_graphreset.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
 
 ours, mjlab, png = (Path(a) for a in sys.argv[1:])
-rows = load_training_curve(ours)
 runs = {"gym_graphreset": ours}
+reference = None
 if mjlab.is_file():
-    runs["mjlab"] = mjlab
-    theirs = [r for r in load_training_curve(mjlab) if r["track_lin_vel"] is not None]
-    goal, at = theirs[-1]["track_lin_vel"], theirs[-1]["wall_s"]
-    hit = next((r for r in rows if r["track_lin_vel"] is not None and r["track_lin_vel"] >= goal), None)
-    best = max((r["track_lin_vel"] for r in rows if r["track_lin_vel"] is not None), default=None)
-    print(f"mjlab: track_lin_vel {goal:.3f} at {at:.1f} s (its budget); gym_graphreset: "
-          + (f"reached it at {hit['wall_s']:.1f} s ({hit['wall_s'] / at:.2f} of mjlab's time)" if hit
-             else f"did not reach it (best {best})"))
+    runs["mjlab"], reference = mjlab, "mjlab"
+    theirs = load_training_curve(mjlab)
+    level, budget = final_level(theirs), theirs[-1]["wall_s"]
+    reached = time_to_reach(load_training_curve(ours), level)
+    print(f"mjlab: track_lin_vel {level:.3f} at the end of its {budget:.0f} s; gym_graphreset: "
+          + (f"reached it at {reached:.1f} s ({reached / budget:.2f} of mjlab's time)" if reached is not None
+             else "did not reach it within its budget"))
 else:
     print(f"no mjlab run at {mjlab}: the figure has this library's curve only")
-print(f"figure: {png}" if plot_training_curves(runs, png, "Go1 flat velocity, 4096 envs, one H200")
-      else "matplotlib missing: no figure")
+title = "Go1 flat velocity tracking, one H200"
+print(f"figure: {png}" if plot_training_curves(runs, png, title, reference=reference) else "no figure")
 PY
