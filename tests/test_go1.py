@@ -221,6 +221,17 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         Go1VelocityCfg(weights={"upright": 1.0})
 
 
+@pytest.mark.slow
+def test_compiled_step_matches_the_step_as_written() -> None:
+    """``compile_step`` traces every Go1 term (a tracing backend: bitwise equal), breaking only at warp calls."""
+    from gym_graphreset.compiling import declared_boundaries
+    from gym_graphreset.testing import assert_compiled_matches_uncompiled
+
+    report = assert_compiled_matches_uncompiled(_wrapped, _actions(8), flags=MODES["masked"], backend="aot_eager")
+    assert report["ok"] and not report["graph_breaks"] and not report["recompiles"]
+    assert set(report["declared_breaks"]) <= declared_boundaries()
+
+
 @pytest.mark.cuda
 @needs_cuda
 @pytest.mark.parametrize("compile_step", [False, True])
