@@ -17,8 +17,7 @@ from gym_graphreset.buffers import owned_like
 from gym_graphreset.config import AutoresetConfig
 from gym_graphreset.graph import AutoresetGraph
 from gym_graphreset.host_transitions import HostTransitions
-from gym_graphreset.participants import Participants, tensor_pointers
-from gym_graphreset.protocols import CaptureParticipant
+from gym_graphreset.participants import Participants, buffer_pointers
 from gym_graphreset.stepping import StepBody, StepOut
 
 __all__ = ["CapturedReset", "CapturedStep", "EagerStep", "GraphFactory"]
@@ -48,13 +47,7 @@ class GraphFactory:
 
     def fingerprint(self) -> Hashable:
         """Changes when any buffer a graph may hold was replaced."""
-        own = tuple(
-            (tensor_pointers(h), tuple(t.data_ptr() for t in h.capture_buffers()))
-            if isinstance(h, CaptureParticipant)
-            else tensor_pointers(h)
-            for h in self.holders
-        )
-        return own, self.parts.fingerprint()
+        return tuple(buffer_pointers(h) for h in self.holders), self.parts.fingerprint()
 
     def make(self, body: Callable[[], Any]) -> AutoresetGraph[Any]:
         """The graph of ``body`` (captured on its first call after the warm-up)."""

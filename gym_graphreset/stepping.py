@@ -12,7 +12,7 @@ output:
 
 Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
 (``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
-:func:`same_step_info`): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
+``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
 steps where a row ended on the selected-row path.
 """
 
@@ -29,10 +29,10 @@ from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_lea
 from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.selection import ResetSelection
+from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
+__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
@@ -44,11 +44,11 @@ def run_eagerly(fn: Callable[[], None]) -> None:
     fn()
 
 
-def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor) -> None:
-    """Latch ``finite_reset_obs``: the reset rows' new observations are finite (no host read)."""
+def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
+    """Latch ``finite_reset_obs``: the reset rows' (``None``: every row's) new observations are finite."""
     for _, leaf in tree_leaves(reset_obs):
         if leaf.dtype.is_floating_point:
-            ok = finite_rows(leaf) | ~rows
+            ok = finite_rows(leaf) if rows is None else finite_rows(leaf) | ~rows
             latch.require(ok, "finite_reset_obs", "a reset produced NaN or inf observations")
 
 
@@ -126,6 +126,11 @@ class _Path:
         # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
         for provider in self.parts.info_providers:
             entries = provider.info()
+            if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+                raise ValueError(
+                    f"the reset term {participant_name(provider)} publishes info key(s) {clash} that the step's "
+                    "info already holds (from the inner env or its reset): one would silently replace the other"
+                )
             entries = entries if self.carriers is not None else _fresh(entries)
             info.update(entries)
             if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
@@ -187,7 +192,7 @@ class MaskedPath(_Path):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body: :func:`run_eagerly`, or a captured graph's runner.
+        run_reset: Runs the reset body: ``run_eagerly``, or a captured graph's runner.
     """
 
     def __init__(

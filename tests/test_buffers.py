@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -51,6 +53,24 @@ def test_tree_where_rows() -> None:
     assert out["x"].tolist() == [[1, 1], [0, 0], [1, 1]]
     with pytest.raises(TypeError, match="observations must be tensors"):
         tree_where(mask, 1.0, 2.0)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("resets", [1, 2, 5])
+def test_resets_between_steps_do_not_shorten_the_promise(depth: int, resets: int) -> None:
+    """Reset publications between steps take slots of their own: every publication made after step t
+    (step t's included) is unchanged through step t + depth - 1, and the ring stays bounded."""
+    ring = PublicationRing(depth)
+    held: list[tuple[int, Any, float]] = []  # (step count when published, tree, value)
+    value = 0.0
+    for t in range(6 * depth):
+        for is_step in [True] + [False] * (resets if t % 2 else 0):
+            value += 1
+            held.append((ring.steps + int(is_step), ring.publish(_tree(value), step=is_step), value))
+        for published_at, tree, v in held:
+            if ring.steps < published_at + depth:
+                assert tree[0].eq(v).all(), f"a value published at step {published_at} changed at {ring.steps}"
+    assert len(ring.slots) <= depth * (1 + resets)  # at most the publications that may still be held
 
 
 _MODES = {
