@@ -10,7 +10,7 @@ pip=${PIP:-.venv/bin/pip}
 $pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$kit/wheels" \
-  rsl-rl-lib==5.5.1 tensordict==0.14.3 orjson "pyvers>=0.2,<0.3" cloudpickle importlib_metadata zipp \
+  rsl-rl-lib==5.5.1 tensordict==0.15.3 orjson "pyvers>=0.2,<0.3" cloudpickle importlib_metadata zipp \
   gitpython gitdb smmap skrl==2.1.1 tensorboard tensorboard-data-server protobuf absl-py markdown werkzeug markupsafe
 cat > "$kit/stage.sh" <<'STAGE'
 #!/usr/bin/env bash
