@@ -4,7 +4,7 @@
 #   OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes|baselines|compile|ppo
 # Logs, JSON and PNGs go to $OUT (flat, a few files per phase).
 set -uo pipefail
-phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines|compile|ppo}
+phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines|compile|ppo|trainers|rsl_rl}
 OUT=${OUT:?set OUT to an output folder}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1
 bench() { python3 -m gym_graphreset bench --no-progress --out "$OUT" "$@"; }
@@ -51,5 +51,11 @@ from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
       --update-graph false --time-limit-s 60 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee "$OUT/ppo.log"
     python3 examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda \
       --time-limit-s 200 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee -a "$OUT/ppo.log" ;;
+  trainers)  # the adapters' CUDA tests (step_graph); needs the trainers kit on PYTHONPATH (benchmarks/gpu/make-trainers-kit.sh)
+    python3 -m pytest -m cuda tests/test_rsl_rl.py tests/test_skrl.py tests/test_buffers.py tests/test_cleanrl.py \
+      tests/test_sb3.py tests/test_torchrl.py -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/trainers-cuda-tests.log" ;;
+  rsl_rl)  # rsl_rl's OnPolicyRunner on Ant-v5 x4096 through the adapter, whole-step graph, 200 s of training
+    python3 benchmarks/gpu/rsl_rl_ant.py --seconds 200 --out "$OUT/rsl_rl_ant.json" 2>&1 | tr '\r' '\n' \
+      | grep -v "^Module\|^Actor\|^Critic" | tail -6 | tee "$OUT/rsl_rl_ant.log" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
 esac

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, resolve_reset_mask
@@ -142,3 +142,18 @@ def preset(request: pytest.FixtureRequest) -> str:
 def preset_device(preset: str) -> torch.device:
     """Where an env for ``preset`` runs: CUDA for the graph presets, else the CPU."""
     return torch.device("cuda" if preset in ("reset_graph", "step_graph") else "cpu")
+
+
+class Recorder(VectorWrapper):
+    """Keeps a copy of every step's outputs as the wrapper returned them (for comparing the adapter's)."""
+
+    def __init__(self, env: VectorEnv) -> None:
+        super().__init__(env)
+        self.steps: list[tuple[Any, ...]] = []
+
+    def step(self, actions):
+        out = self.env.step(actions)
+        obs, reward, terminated, truncated, info = out
+        final = info.get("final_obs", obs)
+        self.steps.append((obs.clone(), reward.clone(), terminated.clone(), truncated.clone(), final.clone()))
+        return out

@@ -12,7 +12,6 @@ from typing import Any
 import gymnasium as gym
 import pytest
 import torch
-from gymnasium.vector import VectorWrapper
 
 pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
 from rsl_rl.env import VecEnv
@@ -22,7 +21,7 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.host_reads import count_host_reads
 from gym_graphreset.integrations.rsl_rl import FinalObsPPO, RslRlVecEnv, SyncFreeOnPolicyRunner
 
-from .conftest import preset_device, scripted_env
+from .conftest import Recorder, preset_device, scripted_env
 
 N = 8
 
@@ -48,21 +47,6 @@ def train_cfg(num_steps: int = 8, final_obs: bool = True) -> dict[str, Any]:
         },
         "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32]},
     }
-
-
-class Recorder(VectorWrapper):
-    """Keeps a copy of every step's outputs as the wrapper returned them (for comparing the adapter's)."""
-
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
-        super().__init__(env)
-        self.steps: list[tuple[Any, ...]] = []
-
-    def step(self, actions):
-        out = self.env.step(actions)
-        obs, reward, terminated, truncated, info = out
-        final = info.get("final_obs", obs)
-        self.steps.append((obs.clone(), reward.clone(), terminated.clone(), truncated.clone(), final.clone()))
-        return out
 
 
 def scripted(preset: str, terms: bool = False) -> FixedShapeAutoresetVectorEnv:

@@ -20,8 +20,7 @@ from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.host_reads import count_host_reads
 from gym_graphreset.integrations.skrl import FinalObsPPO, SkrlEnv, ppo_agent
 
-from .conftest import preset_device, scripted_env
-from .test_rsl_rl import Recorder
+from .conftest import Recorder, preset_device, scripted_env
 
 N = 8
 

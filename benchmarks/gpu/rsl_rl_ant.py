@@ -10,6 +10,11 @@ The env (4096 rows by default) runs under the whole-step CUDA graph (``--preset 
 since training started, the mean raw return of the episodes that ended in the iteration, and the end-to-end
 env-steps/s (collection and update). Time spent before the first reset (construction, kernel compilation)
 is reported apart, as is the first iteration (it captures the step graph).
+
+The curve keys (``env_steps``, ``seconds``, ``mean_return``) are those of ``examples/ppo_continuous.py``'s
+JSON, so both runs go on one figure of return against wall-clock:
+
+    python benchmarks/gpu/rsl_rl_ant.py --plot rsl_rl_ant.json ppo-Ant-v5-4096.json --png ant_return.png
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
+from gym_graphreset.plotting import import_pyplot
 
 
 def train_cfg(num_steps: int, stock: bool) -> dict[str, Any]:
@@ -57,6 +63,43 @@ def train_cfg(num_steps: int, stock: bool) -> dict[str, Any]:
     }
 
 
+def _label(record: dict[str, Any], path: Path) -> str:
+    if "runner" in record:
+        return f"rsl_rl {record['runner']} + {record['algorithm']}"
+    if "args" in record:
+        return "examples/ppo_continuous.py"
+    return path.stem
+
+
+def plot(paths: list[Path], png: Path) -> bool:
+    """Mean return against wall-clock seconds, one line per JSON (this script's or the PPO example's)."""
+    runs = {}
+    for path in paths:
+        record = json.loads(path.read_text())
+        curve = record.get("curve") if isinstance(record, dict) else None
+        if not isinstance(curve, dict) or not {"seconds", "mean_return"} <= set(curve):
+            raise ValueError(f"{path}: expected a JSON object whose 'curve' has 'seconds' and 'mean_return'")
+        runs[_label(record, path)] = [
+            (t, r) for t, r in zip(curve["seconds"], curve["mean_return"], strict=True) if r is not None
+        ]
+    plt = import_pyplot(png)
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, points in runs.items():
+        if points:
+            ax.plot(*zip(*points, strict=True), label=label)
+    ax.set_xlabel("wall-clock seconds since training started")
+    ax.set_ylabel("mean episode return")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    return True
+
+
 def main() -> None:
     """Train for ``--seconds`` of wall-clock and write the curve as JSON."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,7 +112,13 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--stock", action="store_true", help="rsl_rl's OnPolicyRunner and PPO (V(s_t) bootstrap)")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "rsl_rl_ant.json"))
+    p.add_argument("--plot", nargs="+", type=Path, help="only plot these curve JSONs (to --png) and exit")
+    p.add_argument("--png", type=Path, default=Path("ant_return_vs_time.png"))
     args = p.parse_args()
+    if args.plot:
+        if plot(args.plot, args.png):
+            print(f"wrote {args.png}")
+        return
 
     torch.manual_seed(args.seed)
     built = time.perf_counter()

@@ -54,7 +54,7 @@ class WarpRuntime:
     @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
         """Warp's info logs (module loads) silenced while inside, unless the runtime is ``verbose``."""
-        config = self.wp.config
+        config: Any = self.wp.config  # warp >= 1.19's `config.log_level` (absent from its type stubs)
         level = config.log_level
         if not self.verbose:
             config.log_level = max(level, self.wp.LOG_WARNING)

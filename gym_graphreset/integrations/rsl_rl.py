@@ -18,7 +18,7 @@
   wrapper already latches non-finite observations and rewards on the device and raises them at its next
   poll) and sums finished episodes on the device, read once per iteration when it logs.
 
-Requires ``rsl-rl-lib`` (extra ``rsl_rl``; written against 5.5).
+Requires ``rsl-rl-lib`` (extra ``rsl_rl``; written against 5.5, also tested with 5.4).
 """
 
 from __future__ import annotations
