@@ -9,21 +9,7 @@ from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.config import PRESETS, AutoresetConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
-from gym_graphreset.protocols import (
-    Bindable,
-    CaptureParticipant,
-    CheckProvider,
-    CheckSink,
-    EpisodePublisher,
-    GeneratorOwner,
-    InfoProvider,
-    ResetTerm,
-    Rows,
-    StepData,
-    StepObserver,
-    StreamOwner,
-    TorchVectorEnv,
-)
+from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
 from gym_graphreset.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
@@ -43,19 +29,14 @@ __all__ = [
     "PRESETS",
     "AutoresetConfig",
     "AutoresetGraph",
-    "Bindable",
-    "CaptureParticipant",
     "CaptureReport",
-    "CheckProvider",
     "CheckSink",
     "ClosedEnvironmentError",
     "DeferredValidationError",
-    "EpisodePublisher",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
-    "GeneratorOwner",
+    "GraphParticipant",
     "HostTransitions",
-    "InfoProvider",
     "PublicationRing",
     "ResetSelection",
     "ResetSelectionUnsupportedError",
@@ -63,8 +44,6 @@ __all__ = [
     "Rows",
     "StaleGraphError",
     "StepData",
-    "StepObserver",
-    "StreamOwner",
     "TorchVectorEnv",
     "__version__",
     "assign_rows_",
@@ -76,3 +55,10 @@ __all__ = [
 ]
 
 _registration.register_envs()
+
+
+def __getattr__(name: str) -> object:
+    """The contracts folded into ``ResetTerm`` / ``GraphParticipant`` (with a ``DeprecationWarning``)."""
+    from gym_graphreset import protocols
+
+    return getattr(protocols, name)

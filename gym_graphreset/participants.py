@@ -7,27 +7,15 @@ keeps one list per role, so the step runs through plain lists with no hook looku
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from gym_graphreset.protocols import (
-    CaptureParticipant,
-    CheckProvider,
-    EpisodePublisher,
-    GeneratorOwner,
-    InfoProvider,
-    RewardTransform,
-    StepCapturable,
-    StepObserver,
-    StreamOwner,
-    check_participant,
-    roles,
-)
-from gym_graphreset.selection import participant_name, supports_reset_selection
+from gym_graphreset.protocols import CheckSink, RewardTransform, StepData, check_participant, hook, roles
+from gym_graphreset.selection import declares, participant_name
 
 __all__ = ["Participants", "buffer_pointers", "tensor_pointers"]
 
@@ -62,8 +50,8 @@ def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
 
 def buffer_pointers(obj: object) -> Hashable:
     """Addresses of every tensor ``obj`` may hand a graph: its tensor attributes and declared buffers."""
-    declared = tuple(t.data_ptr() for t in obj.capture_buffers()) if isinstance(obj, CaptureParticipant) else ()
-    return tensor_pointers(obj), declared
+    declared = hook(obj, "capture_buffers")
+    return tensor_pointers(obj), () if declared is None else tuple(t.data_ptr() for t in declared())
 
 
 class Participants:
@@ -82,13 +70,18 @@ class Participants:
         for name, term in self.terms.items():
             check_participant(name, term, term=True)
         members = [m for _, m in self.chain] + list(self.terms.values())
-        self.observers: list[StepObserver] = [t for t in self.terms.values() if isinstance(t, StepObserver)]
-        self.info_providers: list[InfoProvider] = [t for t in self.terms.values() if isinstance(t, InfoProvider)]
-        self.publishers: list[EpisodePublisher] = [t for t in self.terms.values() if isinstance(t, EpisodePublisher)]
-        self.check_providers: list[CheckProvider] = [m for m in members if isinstance(m, CheckProvider)]
-        self.capture_participants: list[CaptureParticipant] = [m for m in members if isinstance(m, CaptureParticipant)]
-        self.stream_owners: list[StreamOwner] = [m for m in members if isinstance(m, StreamOwner)]
-        self.generator_owners: list[GeneratorOwner] = [m for m in members if isinstance(m, GeneratorOwner)]
+        terms = list(self.terms.values())
+
+        def hooks(of: list[Any], name: str) -> list[Any]:
+            return [fn for fn in (hook(m, name) for m in of) if fn is not None]
+
+        # One list of bound hooks per role, found once: a step calls plain lists, with no lookups.
+        self.observers: list[Callable[[StepData], None]] = hooks(terms, "on_step")
+        self.info_providers: list[Callable[[], dict[str, Any]]] = hooks(terms, "info")
+        self.publishers: list[Callable[[], None]] = hooks(terms, "clear_published")
+        self.check_providers: list[Callable[[CheckSink], None]] = hooks(members, "add_checks")
+        self.stream_owners: list[Any] = [m for m in members if getattr(m, "cuda_stream", None) is not None]
+        self.generator_sources: list[Callable[[], list[torch.Generator]]] = hooks(members, "torch_generators")
         self.members = members
         transforms = [m for _, m in self.chain if isinstance(m, RewardTransform)]
         self.raw_reward_source: RewardTransform | None = transforms[-1] if transforms else None  # innermost
@@ -104,15 +97,11 @@ class Participants:
     def reset_selection_blockers(self) -> list[str]:
         """Names of every reset participant that cannot take a ResetSelection (pure forwarders skipped)."""
         members = [(n, e) for n, e in self.chain if not _forwards_reset(e)] + list(self.terms.items())
-        return [name for name, obj in members if not supports_reset_selection(obj)]
+        return [name for name, obj in members if not declares(obj, "reset_selection")]
 
     def step_capture_blockers(self) -> list[str]:
         """Names of the chain members that do not declare ``supports_step_capture = True``."""
-        return [
-            name
-            for name, env in self.chain
-            if not (isinstance(env, StepCapturable) and env.supports_step_capture is True) and not _forwards_step(env)
-        ]
+        return [name for name, env in self.chain if not declares(env, "step_capture") and not _forwards_step(env)]
 
     def report(self) -> dict[str, list[str]]:
         """Each participant's declarations and protocol roles (hook names), for ``capture_report()``.
@@ -135,7 +124,7 @@ class Participants:
 
     def stream(self) -> torch.cuda.Stream | None:
         """The one stream the chain launches on (``None``: the wrapper makes one); two distinct is an error."""
-        streams = {id(s): s for s in (o.cuda_stream for o in self.stream_owners) if s is not None}
+        streams = {id(o.cuda_stream): o.cuda_stream for o in self.stream_owners}
         if len(streams) > 1:
             raise ValueError(
                 "participants launch on different CUDA streams; a graph is captured on one: "
@@ -143,20 +132,13 @@ class Participants:
             )
         return next(iter(streams.values()), None)
 
-    def capture_scopes(self) -> list[Any]:
-        """Context-manager factories ``(stream, capture_mode)`` to enter inside the capture."""
-        scopes: list[Any] = []
-        for owner in self.stream_owners:
-
-            def scope(stream: torch.cuda.Stream, mode: str, o: StreamOwner = owner) -> AbstractContextManager[Any]:
-                return o.graph_capture_scope(stream, mode)
-
-            scopes.append(scope)
-        return scopes
+    def capture_scopes(self) -> list[Callable[[torch.cuda.Stream, str], AbstractContextManager[Any]]]:
+        """The stream owners' ``graph_capture_scope(stream, capture_mode)``, entered inside the capture."""
+        return [fn for fn in (hook(m, "graph_capture_scope") for m in self.members) if fn is not None]
 
     def generators(self) -> list[torch.Generator]:
         """Every torch.Generator drawn from inside the captured region."""
-        return [g for owner in self.generator_owners for g in owner.torch_generators()]
+        return [g for source in self.generator_sources for g in source()]
 
     def fingerprint(self) -> Hashable:
         """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""

@@ -125,7 +125,7 @@ class _Path:
         # Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference
         # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
         for provider in self.parts.info_providers:
-            entries = provider.info()
+            entries = provider()
             entries = entries if self.carriers is not None else _fresh(entries)
             info.update(entries)
             if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
@@ -346,9 +346,9 @@ class StepBody:
         raw = reward if source is None else source.raw_reward
         step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated, raw)
         for observer in self.parts.observers:
-            observer.on_step(step)
+            observer(step)
         for provider in self.parts.check_providers:  # after the observers: checks see this step's state
-            provider.add_checks(latch)
+            provider(latch)
         out = self.path.after_step(step, info)
         latch.close_batch(outer)
         latch.advance()

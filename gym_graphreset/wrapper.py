@@ -17,7 +17,6 @@ runs the executor, publishes and polls.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
 from typing import Any
 
 import torch
@@ -39,7 +38,7 @@ from gym_graphreset.inputs import (
     env_device,
 )
 from gym_graphreset.participants import Participants
-from gym_graphreset.protocols import Bindable
+from gym_graphreset.protocols import hook
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
 from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, check_reset_obs, run_eagerly
 from gym_graphreset.validation import DeferredValidationError, ValidationLatch
@@ -238,18 +237,9 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         for name, term in terms.items():
             parts = parts.with_term(name, term)  # checks the protocol and the name first
         self._negotiate(parts, added)
-        for term in terms.values():
-            if isinstance(term, Bindable):
-                term.bind(self)
+        for bind in filter(None, (hook(term, "bind") for term in terms.values())):
+            bind(self)
         self._parts = parts
-
-    def capture_fingerprint(self) -> Hashable:
-        """What a held graph's pointer guard compares before each replay; a change recaptures first.
-
-        The addresses of every buffer a graph may hold: every tensor attribute of every participant, their
-        declared ``capture_buffers()``, the carriers, the selection, the latch and the static actions.
-        """
-        return self._graph_factory.fingerprint()
 
     @property
     def reset_terms(self) -> dict[str, Any]:
@@ -307,7 +297,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             term.reset(rows)
         if mask is None:
             for publisher in self._parts.publishers:
-                publisher.clear_published()
+                publisher()
         check_reset_obs(self.latch, obs, mask)
         self._needs_reset = False
         if not self.config.defer_finite_validation:

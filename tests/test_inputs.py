@@ -19,6 +19,7 @@ from gym_graphreset import (
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
     ResetSelection,
+    ResetTerm,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.validation import ValidationLatch
@@ -80,10 +81,15 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         TypeError,
         "old.on_step must take 1 positional argument(s) (on_step(step: StepData))",
     ),
-    "a renamed hook (deferred_checks)": (
-        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"old": _RenamedHookTerm()}),
+    "a ResetTerm subclass without reset": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"bare": _NoReset()}),
         TypeError,
-        "old: `deferred_checks(wrapper)` became `add_checks(latch)`",
+        "reset term 'bare' must have a `reset(env_ids)` method, got _NoReset",
+    ),
+    "an add_checks hook without the sink": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"old": _NoSinkTerm()}),
+        TypeError,
+        "old.add_checks must take 1 positional argument(s) (add_checks(checks))",
     ),
     "CartPoleVectorEnv(2.5)": (lambda: CartPoleVectorEnv(2.5), TypeError, "`num_envs` must be an int >= 1, got 2.5"),  # type: ignore[arg-type]
     "max_episode_steps=0": (
@@ -125,10 +131,14 @@ class _OldStyleTerm:
     def on_step(self, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> None: ...
 
 
-class _RenamedHookTerm:
+class _NoReset(ResetTerm):
+    def on_step(self, step: Any) -> None: ...
+
+
+class _NoSinkTerm(ResetTerm):
     def reset(self, env_ids: Any) -> None: ...
 
-    def deferred_checks(self, wrapper: Any) -> None: ...
+    def add_checks(self) -> None: ...
 
 
 @pytest.mark.parametrize("case", list(CONSTRUCTION))
