@@ -6,7 +6,7 @@ initialisation, no global config changes).
 
 from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import PRESETS, AutoresetConfig
+from gym_graphreset.config import PRESETS, AutoresetConfig, StepConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
 from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
@@ -43,6 +43,7 @@ __all__ = [
     "ResetTerm",
     "Rows",
     "StaleGraphError",
+    "StepConfig",
     "StepData",
     "TorchVectorEnv",
     "__version__",

@@ -3,7 +3,7 @@
 A captured step replays every kernel its torch code launched. Manager-style terms (a reward term, an
 observation term, a reset term each a few lines of torch) launch hundreds of tiny kernels, and the GPU
 pays a few microseconds for each whatever the batch size, so they can cost as much as the physics.
-With ``compile_step=True`` (:class:`~gym_graphreset.config.AutoresetConfig`) the step's device work
+With ``compile=<backend>`` (:class:`~gym_graphreset.config.StepConfig`) the step's device work
 (:meth:`StepBody._run <gym_graphreset.stepping.StepBody>`: action checks, the inner env's step, checks,
 observers, the masked reset and every reset term) runs through ``torch.compile``; Inductor fuses
 elementwise chains, and the step graph then replays the fused kernels. The terms stay as written.

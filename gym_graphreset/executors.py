@@ -1,6 +1,6 @@
 """What runs a step: eagerly, with the reset body captured, or the whole step captured.
 
-The executor is chosen once from :attr:`AutoresetConfig.executor`. A graph is made on first use by
+The executor is chosen once from :attr:`StepConfig.executor`. A graph is made on first use by
 :class:`GraphFactory` (warm-up, capture on the participants' stream, registered generators, warp's
 external capture) with a fingerprint over every buffer the graph can hold: the participants' tensor
 attributes and declared buffers, the carriers, the selection, the latch and the static actions.
@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from gym_graphreset.config import AutoresetConfig
+from gym_graphreset.config import StepConfig
 from gym_graphreset.graph import AutoresetGraph
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.participants import Participants, buffer_pointers
@@ -36,7 +36,7 @@ class GraphFactory:
     def __init__(
         self,
         device: torch.device,
-        config: AutoresetConfig,
+        config: StepConfig,
         parts: Participants,
         transitions: HostTransitions,
         holders: Sequence[object],
@@ -53,8 +53,8 @@ class GraphFactory:
         return AutoresetGraph(
             body,
             device=self.device,
-            warmup=self.config.autoreset_graph_warmup,
-            capture_mode=self.config.autoreset_graph_capture_mode,
+            warmup=self.config.graph_warmup,
+            capture_mode=self.config.capture_mode,
             stream=self.parts.stream(),
             generators=self.parts.generators(),
             capture_scopes=self.parts.capture_scopes(),

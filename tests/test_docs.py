@@ -93,7 +93,8 @@ def test_every_page_is_reachable_and_the_readme_links_the_site() -> None:
 
 
 def test_config_page_lists_every_field() -> None:
-    from gym_graphreset.config import AutoresetConfig
+    from gym_graphreset.config import LEGACY_FLAGS, StepConfig
 
     text = (DOCS / "config.md").read_text()
-    assert all(f"`{field}`" in text for field in AutoresetConfig.fields())
+    assert all(f"`{field}`" in text for field in StepConfig.fields())
+    assert all(f"`{flag}`" in text for flag in LEGACY_FLAGS)  # the deprecated keywords' table

@@ -24,16 +24,16 @@ def test_passes_a_conforming_env() -> None:
 
 def test_fails_an_env_whose_masked_path_differs() -> None:
     def factory(flags):  # the masked configuration draws other resets: must be caught
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, global_env_offset=1 if flags else 0), **flags)
+        return FixedShapeAutoresetVectorEnv(
+            CartPoleVectorEnv(8, global_env_offset=1 if flags["config"].masked else 0), **flags
+        )
 
     with pytest.raises(AssertionError, match="masked vs selected: obs differs at step 0"):
         assert_masked_matches_selected(factory, ACTIONS)
 
 
 def test_rollout_records_host_copies() -> None:
-    env = FixedShapeAutoresetVectorEnv(
-        CartPoleVectorEnv(8, max_episode_steps=5), masked_autoreset=True, defer_finite_validation=True
-    )
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, max_episode_steps=5), "masked")
     records = rollout(env, ACTIONS[:6])
     assert len(records) == 7 and "final_obs" in records[5]
     assert records[5]["final_obs"][()].shape == (8, 4)  # step 5: every row truncated
@@ -49,7 +49,7 @@ RANDOM = [torch.randint(0, 2, (64,), generator=torch.Generator().manual_seed(t))
 
 def _cartpole(max_steps_candidate: int = 500):
     def factory(flags):
-        steps = max_steps_candidate if flags else 500
+        steps = max_steps_candidate if flags["config"].masked else 500
         inner = CartPoleVectorEnv(64, max_episode_steps=steps)
         return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
 

@@ -15,7 +15,7 @@ from gym_graphreset.envs import CartPoleVectorEnv  # noqa: E402
 
 @pytest.mark.filterwarnings("ignore")
 def test_gymwrapper_rollout_keeps_final_observation() -> None:
-    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), masked_autoreset=True, defer_finite_validation=True)
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), "masked")
     env.reset(seed=0)
     wrapped = torchrl_envs.GymWrapper(
         env, device="cpu", convert_actions_to_numpy=False, categorical_action_encoding=True
