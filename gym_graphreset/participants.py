@@ -77,7 +77,9 @@ class Participants:
 
         # One list of bound hooks per role, found once: a step calls plain lists, with no lookups.
         self.observers: list[Callable[[StepData], None]] = hooks(terms, "on_step")
-        self.info_providers: list[Callable[[], dict[str, Any]]] = hooks(terms, "info")
+        self.info_providers: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+            (name, fn) for name, term in self.terms.items() if (fn := hook(term, "info")) is not None
+        ]
         self.publishers: list[Callable[[], None]] = hooks(terms, "clear_published")
         self.check_providers: list[Callable[[CheckSink], None]] = hooks(members, "add_checks")
         self.stream_owners: list[Any] = [m for m in members if getattr(m, "cuda_stream", None) is not None]

@@ -32,7 +32,7 @@ from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
+__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
@@ -106,6 +106,49 @@ def _fresh(tree: Any) -> Any:
     return tree_map(torch.clone, tree)
 
 
+class TermInfos:
+    """Reads every term's ``info()`` and holds it to its contract: fixed keys, full-width tensors.
+
+    The first read of each term checks that every tensor leaf has ``num_envs`` rows; every later read
+    checks that the keys are the ones the first returned. A term that breaks either is refused by name
+    (a ``ValueError`` naming the term and the key), never published half-shaped.
+    """
+
+    def __init__(self, providers: list[tuple[str, Callable[[], dict[str, Any]]]], num_envs: int) -> None:
+        self.providers = providers
+        self.num_envs = num_envs
+        self._keys: dict[str, tuple[str, ...]] = {}
+
+    def read(self) -> dict[str, Any]:
+        """Every term's entries, merged in term order."""
+        out: dict[str, Any] = {}
+        for name, provider in self.providers:
+            entries = provider()
+            keys = tuple(entries)
+            known = self._keys.get(name)
+            if known is None:
+                self._check_width(name, entries)
+                self._keys[name] = keys
+            elif keys != known:
+                raise ValueError(
+                    f"reset term {name!r}: info() must return the same keys every step (fixed keys), returned "
+                    f"{list(keys)} after {list(known)}"
+                )
+            out.update(entries)
+        return out
+
+    def _check_width(self, name: str, entries: dict[str, Any]) -> None:
+        if not isinstance(entries, dict):
+            raise TypeError(f"reset term {name!r}: info() must return a dict, got {type(entries).__name__}")
+        for path, leaf in tree_leaves(entries):
+            if leaf.dim() == 0 or leaf.shape[0] != self.num_envs:
+                key = "".join(f"[{p!r}]" for p in path)
+                raise ValueError(
+                    f"reset term {name!r}: info(){key} must be full width, shape (num_envs={self.num_envs}, ...), "
+                    f"got {tuple(leaf.shape)}"
+                )
+
+
 class _Path:
     """What both reset paths share: the env, the participants, and the term infos."""
 
@@ -115,21 +158,33 @@ class _Path:
         self.env = env
         self.parts = parts
         self.carriers = TensorStore() if persistent else None
+        self.infos = TermInfos(parts.info_providers, env.num_envs)
+        self.final_infos = TensorStore()
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers a graph writes (declared: they sit in a store, deeper than attributes)."""
         carriers = [] if self.carriers is None else list(self.carriers.buffers())
-        return carriers + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
+        return carriers + self.final_infos.buffers() + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
 
-    def term_infos(self, info: dict[str, Any]) -> None:
-        # Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference
-        # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
-        for provider in self.parts.info_providers:
-            entries = provider()
-            entries = entries if self.carriers is not None else _fresh(entries)
-            info.update(entries)
-            if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
-                info["final_info"].update(_on_rows(entries, info["_final_info"]))
+    def final_term_infos(self) -> dict[str, Any]:
+        """Every term's info before the done rows reset: what a finished episode's last step said.
+
+        Held in a store (persistent carriers: a graph rewrites it in place) or a fresh copy, since the
+        reset that follows may change the terms' tensors in place.
+        """
+        entries = self.infos.read()
+        return self.final_infos.write(entries) if self.carriers is not None else _fresh(entries)
+
+    def term_infos(self, info: dict[str, Any], final: dict[str, Any] | None) -> None:
+        """Every term's info after the reset into ``info``; ``final`` (read before it) into ``final_info``.
+
+        Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference is not
+        overwritten by the next step (Gymnasium hands out fresh arrays too).
+        """
+        entries = self.infos.read()
+        info.update(entries if self.carriers is not None else _fresh(entries))
+        if final is not None:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
+            info["final_info"].update(_on_rows(final, info["_final_info"]))
 
     def terms_reset(self, rows: Rows) -> None:
         for term in self.parts.terms.values():
@@ -160,8 +215,10 @@ class SelectedRowPath(_Path):
         """Reset the done rows (if any) and build the SAME_STEP output."""
         info = dict(info)
         obs, done = step.obs, step.done
+        final = None
         if bool(done.any()):  # host read: the classic gate
             env_ids = done.nonzero().flatten()  # host read: the classic row ids
+            final = self.final_term_infos()
             if not self.inner_resets:
                 final_obs = tree_where(done, obs, obs)  # a copy the inner reset cannot alias
                 reset_obs, reset_info = self.env.reset(options={"reset_mask": done})
@@ -170,7 +227,7 @@ class SelectedRowPath(_Path):
                 info = same_step_info(info, reset_info, done)
                 info["final_obs"], info["_final_obs"] = final_obs, done  # Gymnasium: only when a row ended
             self.terms_reset(env_ids)
-        self.term_infos(info)  # every step, like the masked path
+        self.term_infos(info, final if "final_info" in info else None)  # every step, like the masked path
         reward, terminated, truncated = step.reward, step.terminated, step.truncated
         if self.carriers is not None:
             c = self.carriers.write({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated})
@@ -218,6 +275,7 @@ class MaskedPath(_Path):
     def after_step(self, step: StepData, info: dict[str, Any]) -> StepOut:
         """Reset the done rows through the mask and build the SAME_STEP output."""
         info = dict(info)
+        final = self.final_term_infos()
         if self.carriers is not None:
             c = self.carriers.write(
                 {
@@ -241,7 +299,7 @@ class MaskedPath(_Path):
             obs, reset_info = self.masked_reset(final_obs, done)
         info = same_step_info(info, reset_info, done)  # every step: fixed keys
         info["final_obs"], info["_final_obs"] = final_obs, done
-        self.term_infos(info)
+        self.term_infos(info, final)
         return obs, reward, terminated, truncated, info
 
     def write_reset_obs(self, obs: Any) -> Any:
