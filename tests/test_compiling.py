@@ -99,6 +99,35 @@ def test_boundary_inside_a_generator_context_manager_is_reported() -> None:
     assert not compiled.report.ok and any("context manager" in b for b in compiled.report.graph_breaks)
 
 
+def _breaking_step(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    _ = y.tolist()  # a host read: a graph break in the user's code
+    return y + 1
+
+
+def test_graph_break_names_the_users_file_and_line() -> None:
+    compiled = CompiledStep(_breaking_step, "eager")
+    compiled(torch.ones(2))
+    with pytest.warns(CompileWarning, match=r"graph break at test_compiling\.py:\d+"):
+        compiled(torch.ones(2))
+
+
+def test_reused_code_is_reported_as_reused_with_the_earlier_verdict() -> None:
+    """A second compiled step that runs code compiled before compiled nothing: it says so, and inherits the
+    earlier compile's breaks (nothing was checked for it), so its report is not ok."""
+    first = CompiledStep(_breaking_step, "eager")
+    with pytest.warns(CompileWarning):
+        for _ in range(3):
+            first(torch.ones(2))
+    assert not first.report.ok and not first.report.reused
+    second = CompiledStep(_breaking_step, "eager")
+    with pytest.warns(CompileWarning, match="earlier compile: graph break"):
+        for _ in range(3):
+            second(torch.ones(2))
+    report = second.report.as_dict()
+    assert report["graphs"] == 0 and report["reused"] and not report["ok"]
+
+
 class _Counter:
     def __init__(self) -> None:
         self.calls = 0
