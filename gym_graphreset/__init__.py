@@ -10,11 +10,13 @@ from gym_graphreset.config import PRESETS, AutoresetConfig, StepConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
 from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
+from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
     assign_rows_,
     fill_rows_,
+    options_reset_mask,
     reset_selection_capable,
     resolve_reset_mask,
     supports_reset_selection,
@@ -33,6 +35,7 @@ __all__ = [
     "CheckSink",
     "ClosedEnvironmentError",
     "DeferredValidationError",
+    "EpisodeKeys",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
     "GraphParticipant",
@@ -48,8 +51,10 @@ __all__ = [
     "TorchVectorEnv",
     "__version__",
     "assign_rows_",
+    "counter_uniform",
     "fill_rows_",
     "host_transition",
+    "options_reset_mask",
     "reset_selection_capable",
     "resolve_reset_mask",
     "supports_reset_selection",

@@ -210,7 +210,45 @@ def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: 
                     torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
                 )
                 if not same:
-                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}")
+                    rows = _differing_rows(u, v, x.get(f"_{key}", {}).get(()), atol)
+                    raise AssertionError(
+                        f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{_likely_cause(x, t, rows)}"
+                    )
+
+
+def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, atol: float) -> list[int]:
+    """The env rows where ``u`` and ``v`` differ (through ``mask`` for a masked entry kept on its rows)."""
+    if u.shape != v.shape or u.dim() == 0:
+        return []
+    bad = (u != v) if atol == 0 else ((u.double() - v.double()).abs() > atol)
+    bad = bad.reshape(u.shape[0], -1).any(dim=1)
+    rows = bad.nonzero().flatten()
+    if mask is not None and mask.dtype == torch.bool and mask.dim() == 1 and int(mask.sum()) == u.shape[0]:
+        rows = mask.nonzero().flatten()[rows]
+    return rows.tolist()
+
+
+def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
+    """``" in rows [...]"`` and what most often makes those rows differ."""
+    if not rows:
+        return ""
+    shown = f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}"
+    if t == 0:
+        return f"{shown}: the first reset() already differs (seeding, or a draw that is not a function of the row)"
+    flags = [reference.get(k, {}).get(()) for k in ("terminated", "truncated")]
+    if any(f is None for f in flags):
+        return shown
+    done = (flags[0] | flags[1]).bool()
+    if all(bool(done[r]) for r in rows if r < done.shape[0]):
+        return (
+            f"{shown}, which reset at this step: their new episode differs. Likely a reset draw that depends on "
+            "which rows reset together (draw per row with gym_graphreset.rng, e.g. counter_uniform), or a reset "
+            "that reads row ids where it was given a ResetSelection"
+        )
+    return (
+        f"{shown}, which did not reset at this step: state carried over differently. Likely a reset that "
+        "wrote rows it was not asked to (a full-width write without the mask), or an earlier step's difference"
+    )
 
 
 def assert_masked_matches_selected(

@@ -98,11 +98,17 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.device = env_device(env)
         check_fixed_shape_spaces(env)
         self.inner_autoreset_mode = _autoreset_mode(env)
+        if "autoreset_mode" not in env.metadata:
+            raise ValueError(
+                f"the inner env {participant_name(env)} declares no metadata['autoreset_mode'], so Gymnasium "
+                "would take it for AutoresetMode.NEXT_STEP; declare metadata = {'autoreset_mode': "
+                "AutoresetMode.DISABLED} (the wrapper resets done rows through reset(options={'reset_mask': ...})) "
+                "or AutoresetMode.SAME_STEP (the env resets them itself)"
+            )
         if self.inner_autoreset_mode == AutoresetMode.NEXT_STEP:
             raise ValueError(
-                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP (or declares no "
-                "metadata['autoreset_mode']); build it with autoreset_mode=AutoresetMode.DISABLED so that "
-                "this wrapper resets done rows itself"
+                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP; build it with "
+                "autoreset_mode=AutoresetMode.DISABLED so that this wrapper resets done rows itself"
             )
         if cfg.masked and self.inner_autoreset_mode != AutoresetMode.DISABLED:
             raise ValueError(

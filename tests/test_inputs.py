@@ -308,3 +308,21 @@ def test_inner_env_autoreset_mode_named() -> None:
     inner.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
     with pytest.raises(ValueError, match="uses AutoresetMode.NEXT_STEP"):
         FixedShapeAutoresetVectorEnv(inner)
+
+
+def test_inner_env_without_autoreset_mode_is_told_what_to_declare() -> None:
+    """An env that declares nothing is not told it "uses NEXT_STEP": it is told what to declare."""
+    inner = CartPoleVectorEnv(N)
+    inner.metadata = {}
+    with pytest.raises(ValueError, match=re.escape("declares no metadata['autoreset_mode']")) as err:
+        FixedShapeAutoresetVectorEnv(inner)
+    assert str(err.value).startswith("the inner env CartPoleVectorEnv declares no") and "DISABLED" in str(err.value)
+
+
+def test_tutorial_names_are_re_exported() -> None:
+    import gym_graphreset
+    from gym_graphreset.rng import EpisodeKeys, counter_uniform
+    from gym_graphreset.selection import options_reset_mask
+
+    assert gym_graphreset.EpisodeKeys is EpisodeKeys and gym_graphreset.counter_uniform is counter_uniform
+    assert gym_graphreset.options_reset_mask is options_reset_mask
