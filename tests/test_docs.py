@@ -65,8 +65,8 @@ def test_api_reference_covers_every_public_name(site: Path) -> None:
 def test_python_blocks_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(sys, "path", [*sys.path])
+    namespace: dict = {"__name__": f"docs_{page.stem}"}  # one namespace per page, in order: a page builds up
     for i, block in enumerate(_blocks(page)):
-        namespace: dict = {"__name__": f"docs_{page.stem}_{i}"}
         try:
             exec(compile(block, f"{page.name}[block {i}]", "exec"), namespace)
         except Exception as err:
