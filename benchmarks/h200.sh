@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The GPU runs behind docs/benchmarks.md, in phases that each fit one device call (<= 10 min).
-# On the GPU machine, after staging the kit (../shared/gpu/README.md):
-#   . /opt/ggkit/env.sh && OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes
-# Logs, JSON and PNGs go to $OUT (flat: at most 8 files come back per call).
+# The GPU runs behind docs/benchmarks.md (one NVIDIA H200; 16 CPU cores for the CPU engines), in phases
+# that each take under 10 minutes. From the repository root, with the package and its extras installed:
+#   OUT=/some/dir bash benchmarks/h200.sh tests|light|heavy|sizes|baselines|compile|ppo
+# Logs, JSON and PNGs go to $OUT (flat, a few files per phase).
 set -uo pipefail
 phase=${1:?usage: h200.sh tests|light|heavy|sizes|baselines|compile|ppo}
 OUT=${OUT:?set OUT to an output folder}
@@ -24,9 +24,9 @@ case $phase in
         --modes "selected,step graph" 2>&1 | tee -a "$OUT/bench-sizes.log"
     done ;;
   baselines)  # same-task CPU baselines (EnvPool's best, Gymnasium AsyncVectorEnv) next to the GPU modes over sizes.
-    # EnvPool travels as its own kit (../shared/gpu/make-envpool-kit, staged to /opt/epkit/site) without the
-    # Atari/MyoSuite registries: stub them before importing envpool.
-    export PYTHONPATH=$PYTHONPATH:/opt/epkit/site
+    # EnvPool may sit in its own site directory (ENVPOOL_SITE), installed without the Atari/MyoSuite
+    # assets: stub those registries before importing envpool.
+    export PYTHONPATH=$PYTHONPATH:${ENVPOOL_SITE:-/opt/epkit/site}
     for task in Ant HalfCheetah; do
       python3 -c 'import sys, types; sys.modules["envpool.entry"] = types.ModuleType("envpool.entry")
 import envpool, envpool.mujoco.gym.registration

@@ -23,7 +23,7 @@ from gym_graphreset.selection import (
 )
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.validation import DeferredValidationError
-from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv
+from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv, InterruptedStepError
 
 __version__ = "0.1.0"
 
@@ -39,6 +39,7 @@ __all__ = [
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
     "GraphParticipant",
+    "InterruptedStepError",
     "HostTransitions",
     "PublicationRing",
     "ResetSelection",

@@ -225,7 +225,7 @@ def measure_non_physics(
 ) -> ModeResult | None:
     """The whole-step graph (``mode``) with the physics substeps switched off: a step's non-physics cost alone.
 
-    With :func:`measure_bare_physics` it splits a step: whole-step graph vs bare physics + this is the
+    With ``measure_bare_physics`` it splits a step: whole-step graph vs bare physics + this is the
     cost of sequencing the two (nothing but device work is left when the ratio is ~1). CUDA MuJoCo Warp
     envs only (``None`` otherwise).
     """

@@ -59,9 +59,21 @@ PresetName = Literal["selected", "masked", "masked_persistent", "reset_graph", "
 """The names of the five :data:`PRESETS`."""
 
 
+_INT64_MAX = 2**63 - 1
+_MAXIMA: dict[str, tuple[int, str]] = {  # upper bounds, with why: refused at construction, not a hang or overflow later
+    "published_buffer_depth": (2**16, "one copy of the step's outputs per slot"),
+    "validation_poll_interval": (_INT64_MAX, "steps are counted in int64"),
+    "graph_warmup": (_INT64_MAX, "steps are counted in int64"),
+    "autoreset_graph_warmup": (_INT64_MAX, "steps are counted in int64"),  # the old keyword, checked by its name
+}
+
+
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}")
+    maximum, why = _MAXIMA[name]
+    if value > maximum:
+        raise ValueError(f"`{name}` must be an int <= {maximum} ({why}), got {value!r}")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
@@ -268,6 +280,18 @@ def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) ->
         raise ValueError(f"`compile_step` must be a bool, got {old['compile_step']!r}")
     _check_choice("cuda_graph_scope", old["cuda_graph_scope"], get_args(GraphScope))
     _check_choice("compile_backend", old["compile_backend"], get_args(CompileBackend))
+    _check_int("autoreset_graph_warmup", old["autoreset_graph_warmup"], 0)
+    _check_choice("autoreset_graph_capture_mode", old["autoreset_graph_capture_mode"], get_args(CaptureMode))
+    if old["masked_autoreset"] and not old["defer_finite_validation"]:
+        raise ValueError(
+            "`masked_autoreset=True` requires `defer_finite_validation=True`: checking every step would read the "
+            "host every step"
+        )
+    if old["compile_step"] and not old["masked_autoreset"]:
+        raise ValueError(
+            "`compile_step=True` requires `masked_autoreset=True`: the selected-row path reads the host every "
+            "step, which would split the compiled step at every read"
+        )
     if old["cuda_graph_scope"] == "step" and not old["autoreset_cuda_graph"]:
         raise ValueError("`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`")
     if old["autoreset_cuda_graph"] and not (old["masked_autoreset"] and old["persistent_step_buffers"]):

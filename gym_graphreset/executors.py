@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from gym_graphreset.buffers import owned_like
 from gym_graphreset.config import StepConfig
 from gym_graphreset.graph import AutoresetGraph
 from gym_graphreset.host_transitions import HostTransitions
@@ -91,7 +92,8 @@ class CapturedStep:
     def __call__(self, actions: torch.Tensor) -> StepOut:
         """One step: the first calls run eagerly (warm-up), then capture, then replay."""
         if self.graph is None:
-            static = self.static_actions = actions.clone()
+            static = self.static_actions = owned_like(actions)  # not an inference tensor: written every step
+            static.copy_(actions)
             self.graph = self.factory.make(lambda: self.body(static))
         else:
             assert self.static_actions is not None

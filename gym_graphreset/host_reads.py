@@ -68,8 +68,9 @@ def count_host_reads(fn: Callable[[], Any]) -> tuple[int, list[str]]:
     Works on any device, the CPU included, so an env author without a GPU can prove that a step makes no
     host read: ``bool(t)`` (an ``if`` on a tensor), ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``,
     ``int()``/``float()`` of a tensor, ``.nonzero()``, ``masked_select``, ``unique``, and indexing with a
-    bool mask. It sees torch calls only (warp's own syncs need :func:`assert_sync_free` on a GPU). Each
-    location is the innermost frame outside torch.
+    bool mask. It sees torch calls only (warp's own syncs need
+    :func:`~gym_graphreset.testing.assert_sync_free` on a GPU). Each location is the innermost frame outside
+    torch.
     """
     counter = _HostReadCounter()
     with counter:

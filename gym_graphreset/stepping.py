@@ -12,7 +12,7 @@ output:
 
 Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
 (``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
-:func:`same_step_info`): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
+``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
 steps where a row ended on the selected-row path.
 """
 
@@ -25,11 +25,11 @@ from typing import Any
 import torch
 from gymnasium.vector import VectorEnv
 
-from gym_graphreset.buffers import TensorStore, tree_copy_, tree_leaves, tree_map, tree_where
+from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_leaves, tree_map, tree_where
 from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.selection import ResetSelection
+from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
@@ -137,6 +137,13 @@ class TermInfos:
             out.update(entries)
         return out
 
+    def owner(self, key: str) -> str:
+        """The class of the term whose ``info()`` returned ``key`` (as read so far)."""
+        for name, provider in self.providers:
+            if key in self._keys.get(name, ()):
+                return participant_name(getattr(provider, "__self__", provider))
+        return "?"
+
     def _check_width(self, name: str, entries: dict[str, Any]) -> None:
         if not isinstance(entries, dict):
             raise TypeError(f"reset term {name!r}: info() must return a dict, got {type(entries).__name__}")
@@ -182,6 +189,11 @@ class _Path:
         overwritten by the next step (Gymnasium hands out fresh arrays too).
         """
         entries = self.infos.read()
+        if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+            raise ValueError(
+                f"the reset term {self.infos.owner(clash[0])} publishes info key(s) {clash} that the step's info "
+                "already holds (from the inner env or its reset): one would silently replace the other"
+            )
         info.update(entries if self.carriers is not None else _fresh(entries))
         if final is not None:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
             info["final_info"].update(_on_rows(final, info["_final_info"]))
@@ -244,7 +256,7 @@ class MaskedPath(_Path):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body: :func:`run_eagerly`, or a captured graph's runner.
+        run_reset: Runs the reset body: ``run_eagerly``, or a captured graph's runner.
     """
 
     def __init__(
@@ -287,7 +299,7 @@ class MaskedPath(_Path):
                 }
             )
             if self.obs_carrier is None:
-                self.obs_carrier = tree_map(torch.empty_like, c["final_obs"])
+                self.obs_carrier = tree_map(owned_like, c["final_obs"])
             c["obs"] = self._c["obs"] = self.obs_carrier
             self._c.update(c)
             self.run_reset(self._reset_carriers)

@@ -71,6 +71,10 @@ class DeferredValidationError(RuntimeError):
             + "\nThe env refuses to step until reset()."
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by the constructor's arguments (a worker process's failure reaches its parent intact)."""
+        return type(self), (self.failures, self.window)
+
 
 class ValidationLatch:
     """Fixed-capacity named slots of ``first failed step`` (-1 = never failed) and rows, on the device.
@@ -270,9 +274,12 @@ class ValidationLatch:
     def _poll_ranks(self, group: Any) -> list[FailedCheck]:
         import torch.distributed as dist
 
-        gathered = [torch.empty_like(self.first_failed) for _ in range(dist.get_world_size(group))]
-        dist.all_gather(gathered, self.first_failed, group=group)  # the one collective of a passing poll
-        per_rank = [t.tolist() for t in gathered]
+        cap = self.capacity
+        packed = torch.cat((self.first_failed, self.rows.flatten()))  # rows ride along: no extra collective
+        gathered = [torch.empty_like(packed) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(gathered, packed, group=group)  # the one collective of a passing poll
+        values_of = [t.tolist() for t in gathered]
+        per_rank = [values[:cap] for values in values_of]
         if all(v < 0 for values in per_rank for v in values):
             return []
         # Some rank failed (every rank sees it): gather the check names too, since a rank may have
@@ -280,7 +287,9 @@ class ValidationLatch:
         labels: list[Any] = [None] * len(gathered)
         dist.all_gather_object(labels, (list(self._slots), list(self._messages)), group=group)
         return [
-            FailedCheck(labels[rank][0][i], labels[rank][1][i], v, rank)
+            FailedCheck(
+                labels[rank][0][i], labels[rank][1][i], v, rank, *_rows(values_of[rank][cap + 2 * i : cap + 2 * i + 2])
+            )
             for rank, values in enumerate(per_rank)
             for i, v in enumerate(values[: len(labels[rank][0])])
             if v >= 0

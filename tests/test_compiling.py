@@ -169,7 +169,7 @@ def test_invalid_compile_configurations_are_refused(fields: dict[str, Any], matc
 @pytest.mark.parametrize(
     ("flags", "match"),
     [
-        ({"compile_step": True}, "needs `reset_path='masked'`"),
+        ({"compile_step": True}, "requires `masked_autoreset=True`"),
         (
             {"masked_autoreset": True, "defer_finite_validation": True, "compile_step": 1},
             "`compile_step` must be a bool",

@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
         "distributed",
         "testing",
         "baselines",
+        "peers",
         "host_reads",
         "bench",
         "plotting",

@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.warp_runtime import WarpRuntime
-from gym_graphreset.inputs import check_device, check_positive_int
+from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
@@ -77,6 +77,7 @@ class MJWarpVectorEnv(VectorEnv):
             :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
             ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
         render_mode: Unsupported; must be ``None``.
+        warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
 
     Attributes:
         m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
@@ -118,11 +119,12 @@ class MJWarpVectorEnv(VectorEnv):
         model_edits: Callable[[Any], None] | None = None,
         kernel_reset: bool = True,
         render_mode: str | None = None,
+        warp_verbose: bool = False,
     ) -> None:
-        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
         self.frame_skip = check_positive_int("frame_skip", frame_skip)
-        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
-        check_positive_int("global_env_offset", global_env_offset, minimum=0)
         for name, value in (("nconmax", nconmax), ("njmax", njmax)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(
@@ -134,14 +136,15 @@ class MJWarpVectorEnv(VectorEnv):
         self.render_mode = None
         self.device = check_device(device if device is not None else default_device())
         self._load_model(model, model_edits)
-        self._put_on_device(nconmax, njmax)
+        self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
         from gym_graphreset.envs.mjwarp_reset import KernelReset, ReferenceReset
 
         own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
-        self.reset_strategy: KernelReset | ReferenceReset = (
-            KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
-        )
+        with self.runtime.quiet():
+            self.reset_strategy: KernelReset | ReferenceReset = (
+                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+            )
         self._make_spaces()
 
     def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
@@ -158,12 +161,12 @@ class MJWarpVectorEnv(VectorEnv):
             model_edits(self.mjm)
         self.dt = float(self.mjm.opt.timestep) * self.frame_skip
 
-    def _put_on_device(self, nconmax: int | None, njmax: int | None) -> None:
+    def _put_on_device(self, nconmax: int | None, njmax: int | None, warp_verbose: bool) -> None:
         """The warp model and data, and torch views of the fields the env reads and writes."""
         import mujoco_warp as mjw
         import warp as wp
 
-        self.runtime = WarpRuntime(self.device)
+        self.runtime = WarpRuntime(self.device, verbose=warp_verbose)
         self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
         with self.runtime.on_stream(wait=False):
             batch = {name: self.num_envs for name in self.batched_model_fields}
@@ -391,6 +394,22 @@ class MJWarpVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"
+
+    def _not_copyable(self) -> TypeError:
+        return TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: its MuJoCo Warp model and data live in warp "
+            f"arrays on {self.device} (with captured graphs and a stream). Build another env with the same "
+            "arguments instead (e.g. gymnasium.make_vec(...)); to carry a state over, copy `env.state()` "
+            "(qpos, qvel) and restore it with `env.set_state(qpos, qvel)`"
+        )
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Refuse pickling and ``copy.copy`` by name (warp's device state cannot be serialised)."""
+        raise self._not_copyable()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
+        """Refuse ``copy.deepcopy`` by name."""
+        raise self._not_copyable()
 
 
 def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:

@@ -1,0 +1,59 @@
+"""Redraw the figures in docs/img from the measurements kept in benchmarks/results/ (no GPU needed).
+
+    python docs/tools/figures.py
+
+Each benchmark JSON (``{"versions": ..., "results": [ModeResult fields, ...]}``) becomes one figure of
+``gym_graphreset.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve figure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from gym_graphreset.bench import ModeResult
+from gym_graphreset.plotting import plot_curves, plot_results
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+IMG = ROOT / "docs" / "img"
+
+# figure stem -> the JSON files it draws (several: the runs of one configuration, merged).
+BENCHMARKS = {
+    "h200-Ant-v5-4096-all-modes": ["h200-Ant-v5-4096-all-modes.json"],
+    "h200-Ant-v5-512-all-modes": ["h200-Ant-v5-512-all-modes.json"],
+    "h200-Ant-v5-baselines": ["h200-Ant-v5-baselines.json"],
+    "h200-HalfCheetah-v5-baselines": ["h200-HalfCheetah-v5-baselines.json"],
+    "h200-Ant-v5-sizes": ["h200-Ant-v5-sizes.json"],
+    "h200-HalfCheetah-v5-sizes": ["h200-HalfCheetah-v5-sizes.json"],
+    "h200-Humanoid-v5-sizes": ["h200-Humanoid-v5-sizes.json"],
+    "h200-ResetHeavyHalfCheetah-v0-all-modes": ["h200-ResetHeavyHalfCheetah-v0-all-modes.json"],
+    "h200-ResetHeavyHalfCheetah-v0-compile": ["h200-ResetHeavyHalfCheetah-v0-compile.json"],
+    "h200-Ant-v5-4096-compile": ["h200-Ant-v5-4096-compile.json"],
+}
+PPO = {"eager update": "h200-ppo-Ant-v5-4096-eager-update.npz", "captured update": "h200-ppo-Ant-v5-4096.npz"}
+
+
+def load(names: list[str]) -> list[ModeResult]:
+    """The results of the named JSON files under benchmarks/results/."""
+    return [ModeResult(**r) for name in names for r in json.loads((RESULTS / name).read_text())["results"]]
+
+
+def main() -> None:
+    """Write every figure; print each path."""
+    for stem, names in BENCHMARKS.items():
+        results = load(names)
+        gpu = json.loads((RESULTS / names[0]).read_text())["versions"].get("gpu", "GPU")
+        task = results[0].env_id
+        if plot_results(results, IMG / f"{stem}.png", f"{task} on one {gpu}"):
+            print(IMG / f"{stem}.png")
+    curves = {label: dict(np.load(RESULTS / name)) for label, name in PPO.items()}
+    title = "PPO on gym_graphreset/Ant-v5, 4096 envs, one NVIDIA H200"
+    if plot_curves(curves, IMG / "h200-ppo-Ant-v5-4096.png", title):
+        print(IMG / "h200-ppo-Ant-v5-4096.png")
+
+
+if __name__ == "__main__":
+    main()
