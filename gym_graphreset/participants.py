@@ -8,7 +8,7 @@ keeps one list per role, so the step runs through plain lists with no hook looku
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -20,12 +20,11 @@ from gym_graphreset.selection import declares, participant_name
 
 __all__ = [
     "WRAPPER_INFO_KEYS",
+    "BufferWatch",
     "Participants",
-    "buffer_pointers",
     "claim_terms",
     "record_terms",
     "release_terms",
-    "tensor_pointers",
 ]
 
 WRAPPER_INFO_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
@@ -103,23 +102,58 @@ def _forwards_step(env: VectorEnv) -> bool:
     return isinstance(env, VectorWrapper) and type(env).step is VectorWrapper.step
 
 
-def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
-    """``(attribute, data_ptr)`` of every tensor attribute of ``obj``, and of tensors one container deep."""
-    found: list[tuple[str, int]] = []
+_Path = tuple[object, str, Any]  # (holder, attribute, key in a dict/list/tuple attribute or None)
+
+
+def _tensor_paths(obj: object) -> list[_Path]:
+    paths: list[_Path] = []
     for key, value in getattr(obj, "__dict__", {}).items():
         if isinstance(value, torch.Tensor):
-            found.append((key, value.data_ptr()))
+            paths.append((obj, key, None))
         elif isinstance(value, dict):
-            found.extend((f"{key}[{k!r}]", v.data_ptr()) for k, v in value.items() if isinstance(v, torch.Tensor))
+            paths.extend((obj, key, k) for k, v in value.items() if isinstance(v, torch.Tensor))
         elif isinstance(value, (list, tuple)):
-            found.extend((f"{key}[{i}]", v.data_ptr()) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
-    return tuple(found)
+            paths.extend((obj, key, i) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+    return paths
 
 
-def buffer_pointers(obj: object) -> Hashable:
-    """Addresses of every tensor ``obj`` may hand a graph: its tensor attributes and declared buffers."""
-    declared = hook(obj, "capture_buffers")
-    return tensor_pointers(obj), () if declared is None else tuple(t.data_ptr() for t in declared())
+def _pointer(path: _Path) -> int | None:
+    holder, attr, key = path
+    value = getattr(holder, "__dict__", {}).get(attr)
+    if key is not None:
+        try:
+            value = value[key]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value.data_ptr() if isinstance(value, torch.Tensor) else None
+
+
+class BufferWatch:
+    """The addresses of every tensor a graph may hold: what its fingerprint compares before each replay.
+
+    Built once from a fixed list of holders (the wrapper's and the participants). :meth:`rescan` (at each
+    capture) finds every tensor attribute (and tensor one container deep) of every holder; each call then
+    reads those paths, and every holder's declared ``capture_buffers()``, with no scan and no type test.
+    A replaced or removed tensor changes the fingerprint: the next replay recaptures.
+    """
+
+    def __init__(self, holders: Sequence[object]) -> None:
+        self.holders = list(holders)
+        self.declared: list[Callable[[], Iterable[torch.Tensor]]] = [
+            fn for fn in (hook(h, "capture_buffers") for h in self.holders) if fn is not None
+        ]
+        self._paths: list[_Path] | None = None
+
+    def rescan(self) -> None:
+        """Find the tensor attributes of every holder (called when a graph is captured)."""
+        self._paths = [p for h in self.holders for p in _tensor_paths(h)]
+
+    def __call__(self) -> Hashable:
+        """The addresses now, along the paths of the last scan, and of every declared buffer."""
+        if self._paths is None:
+            self.rescan()
+        assert self._paths is not None
+        return tuple(_pointer(p) for p in self._paths), tuple(t.data_ptr() for fn in self.declared for t in fn())
 
 
 class Participants:
@@ -225,7 +259,3 @@ class Participants:
     def generators(self) -> list[torch.Generator]:
         """Every torch.Generator drawn from inside the captured region."""
         return [g for source in self.generator_sources for g in source()]
-
-    def fingerprint(self) -> Hashable:
-        """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""
-        return tuple(buffer_pointers(m) for m in self.members), tuple(self.terms)

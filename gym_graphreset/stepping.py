@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,16 +33,10 @@ from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
+__all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
-Runner = Callable[[Callable[[], None]], None]
-
-
-def run_eagerly(fn: Callable[[], None]) -> None:
-    """The eager runner of a reset body."""
-    fn()
 
 
 def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
@@ -157,13 +152,18 @@ class TermInfos:
 
 
 class _Path:
-    """What both reset paths share: the env, the participants, and the term infos."""
+    """What both reset paths own: the resets, the publishers, the reset-obs check, carriers and term infos.
+
+    The inner env's and the terms' resets, explicit (:meth:`reset`) and of done rows
+    (:meth:`reset_done_rows`), as the step path owns the step.
+    """
 
     obs_carrier: Any = None
 
-    def __init__(self, env: VectorEnv, parts: Participants, persistent: bool) -> None:
+    def __init__(self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool) -> None:
         self.env = env
         self.parts = parts
+        self.latch = latch
         self.carriers = TensorStore() if persistent else None
         self.infos = TermInfos(parts.info_providers, env.num_envs)
         self.final_infos = TensorStore()
@@ -199,8 +199,37 @@ class _Path:
             info["final_info"].update(_on_rows(final, info["_final_info"]))
 
     def terms_reset(self, rows: Rows) -> None:
+        """Reset ``rows`` of every term, in order."""
         for term in self.parts.terms.values():
             term.reset(rows)
+
+    def reset(
+        self, seed: int | None, options: dict[str, Any] | None, mask: torch.Tensor | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """An explicit ``reset()``: the inner env, every term, the publishers (full reset), the obs check.
+
+        ``mask`` is the checked ``options["reset_mask"]`` (``None``: every row); ``options`` already holds
+        it for the inner env. Returns the observations in the carrier once one exists.
+        """
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.terms_reset(self.rows_for_terms(mask))
+        if mask is None:
+            for clear in self.parts.publishers:
+                clear()
+        check_reset_obs(self.latch, obs, mask)
+        return self.write_reset_obs(obs), info
+
+    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
+        """What terms get on an explicit ``reset()`` for ``mask`` (``None``: every row)."""
+        raise NotImplementedError
+
+    def write_reset_obs(self, obs: Any) -> Any:
+        """An explicit reset's observations, as published (the carrier, on the masked path, once it exists)."""
+        return obs
+
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the rows that finished this step and build the SAME_STEP output."""
+        raise NotImplementedError
 
 
 class SelectedRowPath(_Path):
@@ -215,16 +244,15 @@ class SelectedRowPath(_Path):
     def __init__(
         self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool, inner_resets: bool
     ) -> None:
-        super().__init__(env, parts, persistent)
-        self.latch = latch
+        super().__init__(env, parts, latch, persistent)
         self.inner_resets = inner_resets
 
     def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
         """What terms get on an explicit ``reset()``: ``None`` (all rows) or the row ids."""
         return None if mask is None else mask.nonzero().flatten()  # host read: the selected path
 
-    def after_step(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows (if any) and build the SAME_STEP output."""
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the done rows (if any: a host read) by id and build the SAME_STEP output."""
         info = dict(info)
         obs, done = step.obs, step.done
         final = None
@@ -247,6 +275,23 @@ class SelectedRowPath(_Path):
         return obs, reward, terminated, truncated, info
 
 
+@dataclass
+class ResetCarriers:
+    """What the masked reset body reads and writes with persistent buffers: fixed tensors, every step.
+
+    Attributes:
+        final_obs: The step's observations (the carrier the step wrote), read on done rows.
+        done: The done mask (its carrier).
+        obs: Written whole: the reset observations on done rows, ``final_obs`` elsewhere.
+        reset_info: The inner reset's info, in a store the body rewrites in place.
+    """
+
+    final_obs: Any
+    done: torch.Tensor
+    obs: Any
+    reset_info: dict[str, Any] = field(default_factory=dict)
+
+
 class MaskedPath(_Path):
     """Reset through the full-width selection every step, with no host read.
 
@@ -256,7 +301,9 @@ class MaskedPath(_Path):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body: ``run_eagerly``, or a captured graph's runner.
+        run_reset: Runs the reset body (a :class:`~gym_graphreset.executors.Runner`: eager, or a graph
+            with ``graph="reset"``). With persistent carriers the body reads and writes only them
+            (:class:`ResetCarriers`), so a graph of it replays correctly.
     """
 
     def __init__(
@@ -266,14 +313,13 @@ class MaskedPath(_Path):
         latch: ValidationLatch,
         selection: ResetSelection,
         persistent: bool,
-        run_reset: Runner = run_eagerly,
+        run_reset: Callable[[Callable[[], None]], None],
     ) -> None:
-        super().__init__(env, parts, persistent)
-        self.latch = latch
+        super().__init__(env, parts, latch, persistent)
         self.selection = selection
-        self.run_reset = run_reset  # obs_carrier: written whole by the reset body, never copied in
+        self.run_reset = run_reset
         self.reset_info_store = TensorStore()
-        self._c: dict[str, Any] = {}
+        self.io: ResetCarriers | None = None  # made on the first step: the carriers' shapes are the step's
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers, and the reset-info store the reset body rewrites in place."""
@@ -284,8 +330,8 @@ class MaskedPath(_Path):
         self.selection.mask.copy_(mask if mask is not None else torch.ones_like(self.selection.mask))
         return self.selection
 
-    def after_step(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows through the mask and build the SAME_STEP output."""
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the done rows through the mask (no host read) and build the SAME_STEP output."""
         info = dict(info)
         final = self.final_term_infos()
         if self.carriers is not None:
@@ -298,12 +344,12 @@ class MaskedPath(_Path):
                     "done": step.done,
                 }
             )
-            if self.obs_carrier is None:
-                self.obs_carrier = tree_map(owned_like, c["final_obs"])
-            c["obs"] = self._c["obs"] = self.obs_carrier
-            self._c.update(c)
-            self.run_reset(self._reset_carriers)
-            obs, final_obs, reset_info = c["obs"], c["final_obs"], self._c.get("reset_info", {})
+            if self.io is None:
+                self.obs_carrier = tree_map(owned_like, c["final_obs"])  # written whole by the reset body
+                self.io = ResetCarriers(c["final_obs"], c["done"], self.obs_carrier)
+            self.run_reset(self._reset_into_carriers)
+            io = self.io
+            obs, final_obs, reset_info = io.obs, io.final_obs, io.reset_info
             reward, terminated, truncated, done = c["reward"], c["terminated"], c["truncated"], c["done"]
         else:
             reward, terminated, truncated, done = step.reward, step.terminated, step.truncated, step.done
@@ -321,11 +367,14 @@ class MaskedPath(_Path):
         tree_copy_(self.obs_carrier, obs)
         return self.obs_carrier
 
-    def _reset_carriers(self) -> None:
-        obs, reset_info = self.masked_reset(self._c["final_obs"], self._c["done"])
-        tree_copy_(self._c["obs"], obs)
+    def _reset_into_carriers(self) -> None:
+        """The reset body on persistent carriers only: what a ``"reset"`` graph captures."""
+        io = self.io
+        assert io is not None
+        obs, reset_info = self.masked_reset(io.final_obs, io.done)
+        tree_copy_(io.obs, obs)
         if reset_info:
-            self._c["reset_info"] = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
+            io.reset_info = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
 
     def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
         """The masked reset body: inner env, then terms, over the full width (no host read)."""
@@ -419,7 +468,7 @@ class StepBody:
             observer(step)
         for provider in self.parts.check_providers:  # after the observers: checks see this step's state
             provider(latch)
-        out = self.path.after_step(step, info)
+        out = self.path.reset_done_rows(step, info)
         latch.close_batch(outer)
         latch.advance()
         return out

@@ -24,7 +24,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.config import PresetName, StepConfig, from_flags
-from gym_graphreset.executors import CapturedReset, CapturedStep, EagerStep, GraphFactory
+from gym_graphreset.executors import GraphFactory, Runner, StepInputs
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.inputs import (
@@ -40,7 +40,7 @@ from gym_graphreset.inputs import (
 from gym_graphreset.participants import Participants, claim_terms, record_terms, release_terms
 from gym_graphreset.protocols import hook
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
-from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, check_reset_obs, run_eagerly
+from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
 from gym_graphreset.validation import DeferredValidationError, ValidationLatch
 
 __all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
@@ -185,18 +185,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def _build(self) -> None:
         """Choose the reset path and the executor from the configuration (again when a term is added)."""
         cfg, parts = self.config, self._parts
-        factory = GraphFactory(self.device, cfg, parts, self.transitions, [self.selection, self.latch])
+        self._reset_runner: Runner[None] = Runner(None)
         path: SelectedRowPath | MaskedPath
-        self._reset_runner = CapturedReset(factory) if cfg.executor == "reset_graph" else None
         if cfg.reset_path == "masked":
-            runner = self._reset_runner or run_eagerly
-            path = MaskedPath(self.env, parts, self.latch, self.selection, cfg.persistent_buffers, runner)
+            path = MaskedPath(self.env, parts, self.latch, self.selection, cfg.persistent_buffers, self._reset_runner)
         else:
             inner_resets = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
             path = SelectedRowPath(self.env, parts, self.latch, cfg.persistent_buffers, inner_resets)
-        body = StepBody(self.env, parts, self.latch, path, cfg.deferred, self._action_bounds, cfg.compile)
-        self._executor = CapturedStep(body, factory) if cfg.executor == "step_graph" else EagerStep(body)
-        factory.holders += [path, self._executor]
+        self._inputs = StepInputs(static=cfg.graph == "step")
+        holders = [self.selection, self.latch, path, self._inputs]  # every buffer holder of the wrapper's own
+        factory = GraphFactory(self.device, cfg, parts, self.transitions, holders)
+        self._reset_runner.factory = factory if cfg.graph == "reset" else None
+        self._step_runner: Runner[StepOut] = Runner(factory if cfg.graph == "step" else None)
+        self._body = StepBody(self.env, parts, self.latch, path, cfg.deferred, self._action_bounds, cfg.compile)
         self._path, self._graph_factory = path, factory
 
     def reset_selection_blockers(self) -> list[str]:
@@ -240,7 +241,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             "eager_calls": graph.eager_calls if graph else 0,
             "host_transitions": graph.transitions.names if graph else [],
             "participants": self._parts.report(),
-            "compile": None if self._executor.body.compiled is None else self._executor.body.compiled.report.as_dict(),
+            "compile": None if self._body.compiled is None else self._body.compiled.report.as_dict(),
         }
         return CaptureReport(scope, reasons, state)
 
@@ -282,8 +283,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     @property
     def graph(self) -> AutoresetGraph[Any] | None:
         """The reset or step graph, once the first step made it (``None`` when not capturing)."""
-        runner = self._reset_runner
-        return self._executor.graph if runner is None else runner.graph
+        return self._reset_runner.graph or self._step_runner.graph
 
     # ------------------------------------------------------------------ validation
 
@@ -352,20 +352,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._interrupted = None
         self.latch.clear()
         inner_options = None if options is None else {**options, **({} if mask is None else {"reset_mask": mask})}
-        obs, info = self.env.reset(seed=seed, options=inner_options)
-        rows = self._path.rows_for_terms(mask)
-        for term in self._parts.terms.values():
-            term.reset(rows)
-        if mask is None:
-            for publisher in self._parts.publishers:
-                publisher()
-        check_reset_obs(self.latch, obs, mask)
+        obs, info = self._path.reset(seed, inner_options, mask)
         self._needs_reset = False
         if not self.config.deferred:
             self.poll_finite_validation()
         if self.config.persistent_buffers:
-            if isinstance(self._path, MaskedPath):
-                obs = self._path.write_reset_obs(obs)
             obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
         return obs, info
 
@@ -389,7 +380,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         space, read_values = self.single_action_space, not self.config.deferred
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
         try:
-            out = self._executor(actions)
+            static = self._inputs.take(actions)  # the step graph's static input (as given without one)
+            out = self._step_runner(lambda: self._body(static))
             self.host_step += 1
             if self.config.persistent_buffers:
                 out = self.ring.publish(out)

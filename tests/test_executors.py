@@ -56,7 +56,7 @@ def _steps(env: FixedShapeAutoresetVectorEnv, n: int) -> None:
 
 def _fingerprint(env: FixedShapeAutoresetVectorEnv) -> Any:
     """What a held graph's pointer guard compares before each replay."""
-    return env._graph_factory.fingerprint()
+    return env._graph_factory.watch()
 
 
 def test_fingerprint_stable_over_steps() -> None:

@@ -134,7 +134,7 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         ValueError,
         f"`validation_poll_interval` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**64}",
     ),
-    "autoreset_graph_warmup beyond int64": (
+    "autoreset_graph_warmup beyond int64 (an old keyword, checked by its name)": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), autoreset_graph_warmup=2**63),
         ValueError,
         f"`autoreset_graph_warmup` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**63}",

@@ -149,7 +149,7 @@ class _BadInfo(ResetTerm):
             return {"x": torch.zeros(3)}
         if self.kind == "scalar":
             return {"x": {"y": torch.zeros(())}}
-        return {"x": torch.zeros(4)} if self.calls == 1 else {"y": torch.zeros(4)}
+        return {"x": torch.zeros(4)} if self.calls % 2 else {"y": torch.zeros(4)}  # keys change every read
 
 
 @pytest.mark.parametrize(
@@ -159,7 +159,7 @@ class _BadInfo(ResetTerm):
         ("scalar", "reset term 'bad': info()['x']['y'] must be full width, shape (num_envs=4, ...), got ()"),
         (
             "keys",
-            "reset term 'bad': info() must return the same keys every step (fixed keys), returned ['y'] after ['x']",
+            "reset term 'bad': info() must return the same keys every step (fixed keys), returned ['x'] after ['y']",
         ),
     ],
 )

@@ -591,8 +591,9 @@ def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -
 def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
     """A ``reset()`` between steps publishes without shortening any publication's lifetime: what step t
     (or a reset after it) returned is unchanged through step t + depth - 1."""
-    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
-    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 40, p_done=0.2), **flags)
+    env = FixedShapeAutoresetVectorEnv(
+        scripted_env(3, 40, p_done=0.2), "masked_persistent", published_buffer_depth=depth
+    )
     env.reset(seed=0)
     held: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (steps done when published, obs, its copy)
     for t in range(10):
