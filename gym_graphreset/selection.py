@@ -233,8 +233,25 @@ def options_reset_mask(options: dict[str, Any] | None, all_rows: torch.Tensor) -
     return resolve_reset_mask(reset_mask, all_rows.shape[0], all_rows.device)
 
 
+def _ids_mask(ids: torch.Tensor, num_envs: int, device: torch.device) -> torch.Tensor:
+    """Integer row ids as a mask with no host read: ids out of range fail as torch indexing does.
+
+    The ids a term is handed on the selected path come from the wrapper's ``nonzero()`` (in range by
+    construction); checking them on the host again in every ``fill_rows_`` / ``assign_rows_`` was one host
+    sync per call. User-facing masks (``options["reset_mask"]``) are still checked, by name, in
+    :func:`resolve_reset_mask`.
+    """
+    mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
+    return mask.index_fill_(0, ids.reshape(-1).to(device, torch.long), True)
+
+
 def _row_mask(sel: Any, t: torch.Tensor) -> torch.Tensor:
-    mask = sel.mask if isinstance(sel, ResetSelection) else resolve_reset_mask(sel, t.shape[0], t.device)
+    if isinstance(sel, ResetSelection):
+        mask = sel.mask
+    elif isinstance(sel, torch.Tensor) and sel.dtype in (torch.int16, torch.int32, torch.int64):
+        mask = _ids_mask(sel, t.shape[0], t.device)
+    else:
+        mask = resolve_reset_mask(sel, t.shape[0], t.device)
     if mask.shape[0] != t.shape[0]:
         raise ValueError(f"selection has {mask.shape[0]} rows, tensor has {t.shape[0]}")
     return mask.view(-1, *([1] * (t.dim() - 1)))
