@@ -48,6 +48,8 @@ __all__ = [
     "rollout",
 ]
 
+MASKED_FLAGS: dict[str, Any] = {"config": PRESETS["masked"]}
+"""The masked preset as the wrapper's keywords (``FixedShapeAutoresetVectorEnv(env, **MASKED_FLAGS)``)."""
 Factory = Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv]
 """Builds a wrapped env from the wrapper's keyword arguments (``{"config": StepConfig}``): ``**`` them in."""
 
