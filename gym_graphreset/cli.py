@@ -143,7 +143,7 @@ def _peer_choices(args: argparse.Namespace, device: torch.device) -> tuple[dict[
         variants = _variants(args.variant, args.env_id)
         configs = [
             PeerConfig(
-                name=p,  # type: ignore[arg-type]  (checked by PeerConfig)
+                name=p,  # checked by PeerConfig
                 python=args.peer_python,
                 pythonpath=args.peer_pythonpath,
                 task=args.peer_task,
@@ -178,7 +178,7 @@ def _measure(
                         num_envs=n,
                         vectorization_mode="vector_entry_point",
                         device=device,
-                        **variant.kwargs,
+                        **dict[str, Any](variant.kwargs),
                     )
                 except TypeError as exc:
                     if not variant.kwargs:
@@ -187,18 +187,14 @@ def _measure(
                         f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
                     ) from exc
 
-            try:
-                measured = measure_modes(
-                    make_inner,
-                    modes,
-                    steps=args.steps,
-                    warmup=args.warmup,
-                    env_id=env_id,
-                    show_progress=not args.no_progress,
-                )
-            except VariantRejected as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
+            measured = measure_modes(  # VariantRejected: a usage error, reported by main()
+                make_inner,
+                modes,
+                steps=args.steps,
+                warmup=args.warmup,
+                env_id=env_id,
+                show_progress=not args.no_progress,
+            )
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
             results += measured
@@ -255,7 +251,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(peer_chosen, str):
         return _usage_error(peer_chosen)
     variants, configs = peer_chosen
-    results = _measure(args, device, modes, baselines, variants, configs)
+    try:
+        results = _measure(args, device, modes, baselines, variants, configs)
+    except VariantRejected as exc:
+        return _usage_error(str(exc))
     ours_and_baselines = [r for r in results if r.extra.get("engine") not in PEERS]
     print()
     print(table(ours_and_baselines))

@@ -246,7 +246,7 @@ def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) ->
     if config is None:
         base = StepConfig()
     elif isinstance(config, str):
-        base = StepConfig.preset(config)  # type: ignore[arg-type]
+        base = StepConfig.preset(config)
     elif isinstance(config, StepConfig):
         base = config
     else:

@@ -172,17 +172,17 @@ class Participants:
         for name, term in self.terms.items():
             check_participant(name, term, term=True)
         members = [m for _, m in self.chain] + list(self.terms.values())
-        terms = list(self.terms.values())
+        term_list = list(self.terms.values())
 
         def hooks(of: list[Any], name: str) -> list[Any]:
             return [fn for fn in (hook(m, name) for m in of) if fn is not None]
 
         # One list of bound hooks per role, found once: a step calls plain lists, with no lookups.
-        self.observers: list[Callable[[StepData], None]] = hooks(terms, "on_step")
+        self.observers: list[Callable[[StepData], None]] = hooks(term_list, "on_step")
         self.info_providers: list[tuple[str, Callable[[], dict[str, Any]]]] = [
             (name, fn) for name, term in self.terms.items() if (fn := hook(term, "info")) is not None
         ]
-        self.publishers: list[Callable[[], None]] = hooks(terms, "clear_published")
+        self.publishers: list[Callable[[], None]] = hooks(term_list, "clear_published")
         self.check_providers: list[Callable[[CheckSink], None]] = hooks(members, "add_checks")
         self.stream_owners: list[Any] = [m for m in members if getattr(m, "cuda_stream", None) is not None]
         self.generator_sources: list[Callable[[], list[torch.Generator]]] = hooks(members, "torch_generators")

@@ -188,10 +188,12 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._reset_runner: Runner[None] = Runner(None)
         path: SelectedRowPath | MaskedPath
         if cfg.reset_path == "masked":
-            path = MaskedPath(self.env, parts, self.latch, self.selection, cfg.persistent_buffers, self._reset_runner)
+            path = MaskedPath(
+                self.env, parts, self.latch, self.selection, bool(cfg.persistent_buffers), self._reset_runner
+            )
         else:
             inner_resets = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
-            path = SelectedRowPath(self.env, parts, self.latch, cfg.persistent_buffers, inner_resets)
+            path = SelectedRowPath(self.env, parts, self.latch, bool(cfg.persistent_buffers), inner_resets)
         self._inputs = StepInputs(static=cfg.graph == "step")
         holders = [self.selection, self.latch, path, self._inputs]  # every buffer holder of the wrapper's own
         factory = GraphFactory(self.device, cfg, parts, self.transitions, holders)

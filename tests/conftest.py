@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,8 @@ from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.rng import counter_normal
 
 CUDA = torch.cuda.is_available()
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # one xdist worker per core: torch's threads share them
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
