@@ -32,6 +32,7 @@ from gym_graphreset.compiling import CompileBackend
 __all__ = [
     "LEGACY_FLAGS",
     "PRESETS",
+    "RUNTIME_FIELDS",
     "AutoresetConfig",
     "CaptureMode",
     "Executor",

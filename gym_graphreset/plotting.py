@@ -15,6 +15,7 @@ from gym_graphreset.bench import ModeResult
 __all__ = [
     "import_pyplot",
     "is_cpu_baseline",
+    "load_training_curve",
     "plot_curves",
     "plot_peer_comparison",
     "plot_results",
