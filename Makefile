@@ -17,8 +17,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,rsl_rl,skrl,dev,docs,envpool]"
 	touch $(STAMP)
 
+# Tests run in two processes (pytest-xdist: the suite is CPU-bound); `make test PYTEST_WORKERS=0` runs one.
+PYTEST_WORKERS ?= 2
+
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 # The documentation site (Sphinx + MyST + furo): warnings are errors (-W) and every cross-reference must
 # resolve (-n), so a broken link fails. `make test` builds it the same way (tests/test_docs.py) and runs every

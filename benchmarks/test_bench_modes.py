@@ -35,7 +35,7 @@ def _make(env_id: str, num_envs: int):
 def test_step(benchmark, env_id: str, num_envs: int, mode: str) -> None:
     if mode in CUDA_ONLY and not CUDA:
         pytest.skip("CUDA graph modes need a GPU")
-    env = FixedShapeAutoresetVectorEnv(_make(env_id, num_envs), reset_terms={"ep": EpisodeStatistics()}, **MODES[mode])
+    env = FixedShapeAutoresetVectorEnv(_make(env_id, num_envs), MODES[mode], reset_terms={"ep": EpisodeStatistics()})
     actions = sample_actions(env.action_space, env.device, 16)
     env.reset(seed=0)
     for i in range(10):  # warm-up and capture

@@ -4,10 +4,10 @@
 It meets :class:`~gym_graphreset.protocols.TorchVectorEnv`; it takes a ``ResetSelection``
 (``supports_reset_selection``), steps without host reads (``supports_step_capture``), draws its resets
 with the counter-based :mod:`gym_graphreset.rng` (so masked and selected-row paths agree bit for bit),
-and adds its own device-side check (:class:`~gym_graphreset.protocols.CheckProvider`).
+and adds its own device-side check (``add_checks`` with a :class:`~gym_graphreset.CheckSink`).
 
-``ActionHistory`` is a reset term that sees every step's actions (:class:`StepObserver`), publishes
-them every step (:class:`InfoProvider`) and checks them (:class:`CheckProvider`).
+``ActionHistory`` is a reset term (a :class:`~gym_graphreset.ResetTerm`) that sees every step's actions
+(``on_step``), publishes them every step (``info``) and checks them (``add_checks``).
 
     python examples/point_mass.py --mode step_graph --num-envs 4096 --steps 500   # on a GPU
     python examples/point_mass.py --mode masked                                    # anywhere
@@ -27,15 +27,17 @@ from gymnasium.vector.utils import batch_space
 from gym_graphreset import (
     PRESETS,
     CheckSink,
+    EpisodeKeys,
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
+    ResetTerm,
     Rows,
     StepData,
+    counter_uniform,
     fill_rows_,
+    options_reset_mask,
     reset_selection_capable,
 )
-from gym_graphreset.rng import EpisodeKeys, counter_uniform
-from gym_graphreset.selection import options_reset_mask
 
 
 class PointMassVectorEnv(VectorEnv):
@@ -103,7 +105,7 @@ class PointMassVectorEnv(VectorEnv):
 
 
 @reset_selection_capable
-class ActionHistory:
+class ActionHistory(ResetTerm):
     """The last ``length`` actions of every row, published as ``info["action_history"]`` every step.
 
     Args:

@@ -230,13 +230,7 @@ def make_env(args: Args, device: torch.device, global_env_offset: int = 0) -> Fi
     )
     graph = device.type == "cuda" and args.cuda_graph
     return FixedShapeAutoresetVectorEnv(
-        inner,
-        masked_autoreset=True,
-        defer_finite_validation=True,
-        persistent_step_buffers=True,
-        autoreset_cuda_graph=graph,
-        cuda_graph_scope="step" if graph else "reset",
-        reset_terms={"episode": EpisodeStatistics()},
+        inner, "step_graph" if graph else "masked_persistent", reset_terms={"episode": EpisodeStatistics()}
     )
 
 

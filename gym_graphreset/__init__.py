@@ -6,29 +6,17 @@ initialisation, no global config changes).
 
 from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import PRESETS, AutoresetConfig
+from gym_graphreset.config import PRESETS, AutoresetConfig, StepConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
-from gym_graphreset.protocols import (
-    Bindable,
-    CaptureParticipant,
-    CheckProvider,
-    CheckSink,
-    EpisodePublisher,
-    GeneratorOwner,
-    InfoProvider,
-    ResetTerm,
-    Rows,
-    StepData,
-    StepObserver,
-    StreamOwner,
-    TorchVectorEnv,
-)
+from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
+from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
     assign_rows_,
     fill_rows_,
+    options_reset_mask,
     reset_selection_capable,
     resolve_reset_mask,
     supports_reset_selection,
@@ -43,37 +31,41 @@ __all__ = [
     "PRESETS",
     "AutoresetConfig",
     "AutoresetGraph",
-    "Bindable",
-    "CaptureParticipant",
     "CaptureReport",
-    "CheckProvider",
     "CheckSink",
     "ClosedEnvironmentError",
     "DeferredValidationError",
-    "EpisodePublisher",
+    "EpisodeKeys",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
+    "GraphParticipant",
     "InterruptedStepError",
-    "GeneratorOwner",
     "HostTransitions",
-    "InfoProvider",
     "PublicationRing",
     "ResetSelection",
     "ResetSelectionUnsupportedError",
     "ResetTerm",
     "Rows",
     "StaleGraphError",
+    "StepConfig",
     "StepData",
-    "StepObserver",
-    "StreamOwner",
     "TorchVectorEnv",
     "__version__",
     "assign_rows_",
+    "counter_uniform",
     "fill_rows_",
     "host_transition",
+    "options_reset_mask",
     "reset_selection_capable",
     "resolve_reset_mask",
     "supports_reset_selection",
 ]
 
 _registration.register_envs()
+
+
+def __getattr__(name: str) -> object:
+    """The contracts folded into ``ResetTerm`` / ``GraphParticipant`` (with a ``DeprecationWarning``)."""
+    from gym_graphreset import protocols
+
+    return getattr(protocols, name)

@@ -7,6 +7,7 @@ are comparable; absolute numbers depend on the machine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import time
@@ -19,7 +20,7 @@ import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
-from gym_graphreset.config import PRESETS, PresetName
+from gym_graphreset.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
@@ -45,10 +46,10 @@ MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physic
     "step graph": "step_graph",
 }
 """Display label of each benchmarked mode -> its preset."""
-MODES: dict[str, dict[str, Any]] = {label: PRESETS[name].flags() for label, name in MODE_PRESETS.items()} | {
-    "step graph+compile": PRESETS["step_graph"].flags() | {"compile_step": True}
+MODES: dict[str, StepConfig] = {label: PRESETS[name] for label, name in MODE_PRESETS.items()} | {
+    "step graph+compile": StepConfig.preset("step_graph", compile="inductor")
 }
-"""Display label -> wrapper flags: the presets, and the whole-step graph of the ``torch.compile``-d step."""
+"""Display label -> configuration: the presets, and the whole-step graph of the ``torch.compile``-d step."""
 DEFAULT_MODES = tuple(MODE_PRESETS)
 """The modes a plain ``demo``/``bench`` runs (``step graph+compile`` is asked for: it compiles first)."""
 CUDA_ONLY = ("reset graph", "step graph", "step graph+compile")
@@ -144,8 +145,8 @@ def measure_mode(
 ) -> ModeResult:
     """Time ``steps`` wrapper steps of ``mode`` after ``warmup`` untimed ones (which include any capture)."""
     inner = make_inner()
-    flags = {**MODES[mode], "validation_poll_interval": 32} if mode != "selected" else {}
-    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"episode": EpisodeStatistics()}, **flags)
+    config = dataclasses.replace(MODES[mode], validation_poll_interval=32)
+    env = FixedShapeAutoresetVectorEnv(inner, config, reset_terms={"episode": EpisodeStatistics()})
     device = env.device
     is_cuda = device.type == "cuda"
     pool = sample_actions(env.action_space, device, 64)

@@ -182,18 +182,14 @@ def _measure(
                         f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
                     ) from exc
 
-            try:
-                measured = measure_modes(
-                    make_inner,
-                    modes,
-                    steps=args.steps,
-                    warmup=args.warmup,
-                    env_id=env_id,
-                    show_progress=not args.no_progress,
-                )
-            except VariantRejected as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                return 2
+            measured = measure_modes(  # VariantRejected: a usage error, reported by main()
+                make_inner,
+                modes,
+                steps=args.steps,
+                warmup=args.warmup,
+                env_id=env_id,
+                show_progress=not args.no_progress,
+            )
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
             results += measured
@@ -250,7 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(peer_chosen, str):
         return _usage_error(peer_chosen)
     variants, configs = peer_chosen
-    results = _measure(args, device, modes, baselines, variants, configs)
+    try:
+        results = _measure(args, device, modes, baselines, variants, configs)
+    except VariantRejected as exc:
+        return _usage_error(str(exc))
     ours_and_baselines = [r for r in results if r.extra.get("engine") not in PEERS]
     print()
     print(table(ours_and_baselines))

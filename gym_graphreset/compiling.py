@@ -3,7 +3,7 @@
 A captured step replays every kernel its torch code launched. Manager-style terms (a reward term, an
 observation term, a reset term each a few lines of torch) launch hundreds of tiny kernels, and the GPU
 pays a few microseconds for each whatever the batch size, so they can cost as much as the physics.
-With ``compile_step=True`` (:class:`~gym_graphreset.config.AutoresetConfig`) the step's device work
+With ``compile=<backend>`` (:class:`~gym_graphreset.config.StepConfig`) the step's device work
 (:meth:`StepBody._run <gym_graphreset.stepping.StepBody>`: action checks, the inner env's step, checks,
 observers, the masked reset and every reset term) runs through ``torch.compile``; Inductor fuses
 elementwise chains, and the step graph then replays the fused kernels. The terms stay as written.
@@ -38,6 +38,8 @@ CompileBackend = Literal["inductor", "aot_eager", "eager"]
 trace without code generation (fast: for testing what dynamo sees)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+_VERDICTS: dict[tuple[Any, str], list[str]] = {}
+"""Per compiled function and backend, every break and recompile its compiles in this process reported."""
 
 
 class CompileWarning(UserWarning):
@@ -76,6 +78,9 @@ class CompileReport:
         compile_seconds: Wall time of the first compiled call: tracing, code generation and one run.
         graphs: Graphs dynamo compiled for this step (one more than the breaks that split it); 0 when
             the code compiled for an earlier env of this process passed its guards and was reused.
+        reused: The first compiled call compiled nothing: it ran code an earlier env of this process
+            compiled. Nothing was checked for this env then, so the earlier compiles' breaks and
+            recompiles are carried over (``"earlier compile: ..."``) and decide ``ok`` too.
         declared_breaks: Breaks at :func:`opaque` boundaries, by name (expected).
         graph_breaks: Breaks anywhere else, by reason: each one splits fusion and runs Python; a frame
             dynamo gave up on (it then runs as written, unfused) is one too.
@@ -88,6 +93,7 @@ class CompileReport:
     calls: int = 0
     compile_seconds: float | None = None
     graphs: int = 0
+    reused: bool = False
     declared_breaks: dict[str, int] = field(default_factory=dict)
     graph_breaks: list[str] = field(default_factory=list)
     recompiles: list[str] = field(default_factory=list)
@@ -120,6 +126,8 @@ class CompiledStep:
         self._compiled = torch.compile(fn, backend=backend, dynamic=False)
         self._warned: set[str] = set()
         self._settled = False
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        self._verdicts = _VERDICTS.setdefault((code if code is not None else id(fn), backend), [])
 
     def __call__(self, *args: Any) -> Any:
         """Run the compiled step, recording what dynamo did during the call."""
@@ -139,6 +147,13 @@ class CompiledStep:
     def _record(self, before: dynamo_records.Snapshot, after: dynamo_records.Snapshot, first: bool) -> None:
         report = self.report
         report.graphs += after.graphs - before.graphs
+        if first and after.graphs == before.graphs:  # ran code an earlier env compiled: carry its verdict over
+            report.reused = True
+            for issue in list(self._verdicts):
+                into = report.recompiles if issue.startswith("recompiled") else report.graph_breaks
+                self._flag(into, f"earlier compile: {issue}", remember=False)
+        sites = dynamo_records.break_sites(before)
+        flagged = False
         for reason, count in after.breaks.items():
             new = count - before.breaks.get(reason, 0)
             if new <= 0:
@@ -147,21 +162,40 @@ class CompiledStep:
             if boundary is not None:
                 report.declared_breaks[boundary] = report.declared_breaks.get(boundary, 0) + new
             else:
-                self._flag(report.graph_breaks, f"graph break: {dynamo_records.summary(reason)}")
+                self._flag(report.graph_breaks, f"graph break{_at(sites, reason)}: {dynamo_records.summary(reason)}")
+                flagged = True
         for reason, count in after.skipped.items():  # a frame dynamo gave up on runs as written: not fused
             fresh = count > before.skipped.get(reason, 0) and after.breaks.get(reason) == before.breaks.get(reason)
             if fresh and dynamo_records.declared_boundary(reason) is None:
-                self._flag(report.graph_breaks, f"graph break, frame run as written: {dynamo_records.summary(reason)}")
+                what = f"graph break, frame run as written{_at(sites, reason)}: {dynamo_records.summary(reason)}"
+                self._flag(report.graph_breaks, what)
+                flagged = True
+        library: list[str] = []
         for code, reasons in after.failures.items():
             failed = reasons[len(before.failures.get(code, [])) :]
             if first and len(failed) <= 1:  # this step's own compile (another env's entry was cached first)
                 continue
             for reason in failed:
                 name = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
-                self._flag(report.recompiles, f"recompiled {name}: {dynamo_records.first_line(str(reason))}")
+                what = f"recompiled {name}: {dynamo_records.first_line(str(reason))}"
+                if dynamo_records.is_library_code(code.co_filename):
+                    library.append(what)
+                else:
+                    self._flag(report.recompiles, what)
+                    flagged = True
+        for what in library if not flagged else ():  # the library's own, unless they follow the user's
+            self._flag(report.recompiles, what)
 
-    def _flag(self, into: list[str], what: str) -> None:
+    def _flag(self, into: list[str], what: str, remember: bool = True) -> None:
         into.append(what)
+        if remember and what not in self._verdicts:
+            self._verdicts.append(what)
         if what not in self._warned:
             self._warned.add(what)
             warnings.warn(f"compiled step: {what}", CompileWarning, stacklevel=4)
+
+
+def _at(sites: dict[str, str], reason: str) -> str:
+    """`` at file:line`` of the user's code where the break happened, when dynamo kept its stack."""
+    site = sites.get(dynamo_records.first_line(reason))
+    return f" at {site}" if site else ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +20,8 @@ import torch
 __all__ = [
     "DECLARED",
     "SUPPORTED_TORCH",
+    "break_sites",
+    "is_library_code",
     "DynamoRecordsWarning",
     "Snapshot",
     "declared_boundary",
@@ -48,6 +51,7 @@ class Snapshot:
     breaks: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reasons dynamo gave up on a frame (run as written)
     failures: dict[Any, list[Any]] = field(default_factory=dict)
+    sites: int = 0  # how many graph-break records (with their user stacks) dynamo kept so far
 
 
 def _torch_version() -> tuple[int, int]:
@@ -73,7 +77,7 @@ def snapshot() -> Snapshot:
     if not low <= _torch_version() <= high:
         return _unsupported(f"written against torch {low[0]}.{low[1]}-{high[0]}.{high[1]}")
     try:
-        from torch._dynamo.utils import counters, guard_failures  # private: this module is the one reader
+        from torch._dynamo.utils import counters, graph_break_reasons, guard_failures  # private: read only here
     except ImportError as err:
         return _unsupported(f"torch._dynamo.utils has no counters/guard_failures ({err})")
     return Snapshot(
@@ -81,7 +85,38 @@ def snapshot() -> Snapshot:
         breaks=dict(counters["graph_break"]),
         skipped=dict(counters["unimplemented"]),
         failures={code: list(reasons) for code, reasons in guard_failures.items()},
+        sites=len(graph_break_reasons),
     )
+
+
+_LIBRARY = str(Path(__file__).resolve().parent)
+_TORCH = str(Path(torch.__file__).resolve().parent)
+
+
+def is_library_code(filename: str) -> bool:
+    """Whether ``filename`` is this library's own code (or torch's), not the user's."""
+    path = str(Path(filename).resolve())
+    return path.startswith(_LIBRARY) or path.startswith(_TORCH)
+
+
+def break_sites(before: Snapshot) -> dict[str, str]:
+    """Each graph break since ``before``, by its reason's first line, at the user's ``file:line``.
+
+    The innermost frame of the break's user stack that is not this library's or torch's; the innermost
+    frame when every one is.
+    """
+    try:
+        from torch._dynamo.utils import graph_break_reasons
+    except ImportError:
+        return {}
+    sites: dict[str, str] = {}
+    for record in graph_break_reasons[before.sites :]:
+        stack = list(getattr(record, "user_stack", None) or [])
+        if not stack:
+            continue
+        frame = next((f for f in reversed(stack) if not is_library_code(f.filename)), stack[-1])
+        sites.setdefault(first_line(str(record.reason)), f"{Path(frame.filename).name}:{frame.lineno}")
+    return sites
 
 
 def _parts(reason: str) -> list[str]:

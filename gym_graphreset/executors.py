@@ -1,26 +1,29 @@
-"""What runs a step: eagerly, with the reset body captured, or the whole step captured.
+"""What runs a body: one :class:`Runner` type, eager or through a CUDA graph, for the reset body or the step.
 
-The executor is chosen once from :attr:`AutoresetConfig.executor`. A graph is made on first use by
-:class:`GraphFactory` (warm-up, capture on the participants' stream, registered generators, warp's
-external capture) with a fingerprint over every buffer the graph can hold: the participants' tensor
-attributes and declared buffers, the carriers, the selection, the latch and the static actions.
+The wrapper builds two runners from :attr:`StepConfig.graph <gym_graphreset.config.StepConfig>`: one for
+the masked reset body (a graph with ``graph="reset"``) and one for the whole step (a graph with
+``graph="step"``); every other runner calls its body. A graph is made on first use by :class:`GraphFactory`
+(warm-up, capture on the participants' stream, registered generators, warp's external capture) and guarded
+by a :class:`~gym_graphreset.participants.BufferWatch` over every buffer it can hold, built once from a
+fixed list of holders. :class:`StepInputs` is the step graph's static input: the actions are copied into it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
 
 import torch
 
 from gym_graphreset.buffers import owned_like
-from gym_graphreset.config import AutoresetConfig
+from gym_graphreset.config import StepConfig
 from gym_graphreset.graph import AutoresetGraph
 from gym_graphreset.host_transitions import HostTransitions
-from gym_graphreset.participants import Participants, buffer_pointers
-from gym_graphreset.stepping import StepBody, StepOut
+from gym_graphreset.participants import BufferWatch, Participants
 
-__all__ = ["CapturedReset", "CapturedStep", "EagerStep", "GraphFactory"]
+__all__ = ["GraphFactory", "Runner", "StepInputs"]
+
+_T = TypeVar("_T")
 
 
 class GraphFactory:
@@ -31,89 +34,73 @@ class GraphFactory:
         config: Warm-up and capture mode.
         parts: The participants (stream, generators, capture scopes, buffers).
         transitions: Host transitions recorded at capture, replayed after each launch.
-        holders: The wrapper's own buffer holders (selection, latch, carriers, static actions).
+        holders: The wrapper's own buffer holders (selection, latch, reset path, step inputs), complete:
+            the watch is built once from them and the participants.
     """
 
     def __init__(
         self,
         device: torch.device,
-        config: AutoresetConfig,
+        config: StepConfig,
         parts: Participants,
         transitions: HostTransitions,
         holders: Sequence[object],
     ) -> None:
         self.device, self.config, self.parts, self.transitions = device, config, parts, transitions
-        self.holders = list(holders)
+        self.watch = BufferWatch([*holders, *parts.members])
 
-    def fingerprint(self) -> Hashable:
-        """Changes when any buffer a graph may hold was replaced."""
-        return tuple(buffer_pointers(h) for h in self.holders), self.parts.fingerprint()
-
-    def make(self, body: Callable[[], Any]) -> AutoresetGraph[Any]:
+    def make(self, body: Callable[[], _T]) -> AutoresetGraph[_T]:
         """The graph of ``body`` (captured on its first call after the warm-up)."""
         return AutoresetGraph(
             body,
             device=self.device,
-            warmup=self.config.autoreset_graph_warmup,
-            capture_mode=self.config.autoreset_graph_capture_mode,
+            warmup=self.config.graph_warmup,
+            capture_mode=self.config.capture_mode,
             stream=self.parts.stream(),
             generators=self.parts.generators(),
             capture_scopes=self.parts.capture_scopes(),
-            fingerprint=self.fingerprint,
+            fingerprint=self.watch,
+            on_capture=self.watch.rescan,
             transitions=self.transitions,
         )
 
 
-class EagerStep:
-    """Runs the step body as plain calls (every mode without a step graph)."""
+class Runner(Generic[_T]):
+    """Runs a body: as written (``factory=None``), or through one graph made on the first call.
 
-    graph: AutoresetGraph[Any] | None = None
+    A graph replays what its first capture recorded: later calls' bodies must do the same work on the
+    same buffers (the wrapper's do: they read persistent buffers only).
+    """
 
-    def __init__(self, body: StepBody) -> None:
-        self.body = body
+    def __init__(self, factory: GraphFactory | None) -> None:
+        self.factory = factory
+        self.graph: AutoresetGraph[_T] | None = None
 
-    def __call__(self, actions: torch.Tensor) -> StepOut:
-        """One step."""
-        return self.body(actions)
-
-    def capture_buffers(self) -> Iterable[torch.Tensor]:
-        """No graph, no buffers."""
-        return ()
-
-
-class CapturedStep:
-    """The whole step as one graph: actions are copied into a static tensor the graph reads."""
-
-    def __init__(self, body: StepBody, factory: GraphFactory) -> None:
-        self.body, self.factory = body, factory
-        self.static_actions: torch.Tensor | None = None
-        self.graph: AutoresetGraph[Any] | None = None
-
-    def __call__(self, actions: torch.Tensor) -> StepOut:
-        """One step: the first calls run eagerly (warm-up), then capture, then replay."""
+    def __call__(self, body: Callable[[], _T]) -> _T:
+        """Run ``body``: eagerly, or the graph's warm-up, capture or replay."""
+        if self.factory is None:
+            return body()
         if self.graph is None:
-            static = self.static_actions = owned_like(actions)  # not an inference tensor: written every step
-            static.copy_(actions)
-            self.graph = self.factory.make(lambda: self.body(static))
-        else:
-            assert self.static_actions is not None
-            self.static_actions.copy_(actions)
+            self.graph = self.factory.make(body)
         return self.graph()
+
+
+class StepInputs:
+    """The actions a step graph reads: copied into one persistent tensor (as given when there is no graph)."""
+
+    def __init__(self, static: bool) -> None:
+        self.static = static
+        self.actions: torch.Tensor | None = None
+
+    def take(self, actions: torch.Tensor) -> torch.Tensor:
+        """The tensor the step reads: ``actions``, or the static copy a graph holds."""
+        if not self.static:
+            return actions
+        if self.actions is None:
+            self.actions = owned_like(actions)  # not an inference tensor: written every step
+        self.actions.copy_(actions)
+        return self.actions
 
     def capture_buffers(self) -> Iterable[torch.Tensor]:
         """The static actions the graph reads."""
-        return () if self.static_actions is None else (self.static_actions,)
-
-
-class CapturedReset:
-    """Runs the masked reset body through one graph (the ``"reset"`` scope); the rest of the step is eager."""
-
-    def __init__(self, factory: GraphFactory) -> None:
-        self.factory = factory
-        self.graph: AutoresetGraph[Any] | None = None
-
-    def __call__(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` through the graph (made on the first call)."""
-        if self.graph is None:
-            self.graph = self.factory.make(fn)
-        self.graph()
+        return () if self.actions is None else (self.actions,)

@@ -133,6 +133,8 @@ class AutoresetGraph(Generic[_T]):
             e.g. :func:`warp_external_capture`.
         fingerprint: Returns something hashable that changes when a captured buffer is replaced.
         on_stale: ``"recapture"`` or ``"raise"`` when the fingerprint changed.
+        on_capture: Called after each capture, before the fingerprint is taken (e.g. to find the buffers
+            the new graph holds).
     """
 
     def __init__(
@@ -147,6 +149,7 @@ class AutoresetGraph(Generic[_T]):
         capture_scopes: Sequence[CaptureScope] = (),
         fingerprint: Callable[[], Hashable] | None = None,
         on_stale: Literal["recapture", "raise"] = "recapture",
+        on_capture: Callable[[], None] | None = None,
         transitions: HostTransitions | None = None,
     ) -> None:
         device = torch.device(device)
@@ -166,6 +169,7 @@ class AutoresetGraph(Generic[_T]):
         self.capture_scopes = list(capture_scopes)
         self.fingerprint = fingerprint
         self.on_stale = on_stale
+        self.on_capture = on_capture
         self.transitions = transitions if transitions is not None else HostTransitions()
         self.captures = 0
         self.replays = 0
@@ -233,5 +237,7 @@ class AutoresetGraph(Generic[_T]):
                 gc.enable()
         self._graph = graph
         self._outputs = outputs
+        if self.on_capture is not None:
+            self.on_capture()
         self._fingerprint = self.fingerprint() if self.fingerprint is not None else None
         self.captures += 1

@@ -8,36 +8,23 @@ keeps one list per role, so the step runs through plain lists with no hook looku
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from gym_graphreset.protocols import (
-    CaptureParticipant,
-    CheckProvider,
-    EpisodePublisher,
-    GeneratorOwner,
-    InfoProvider,
-    RewardTransform,
-    StepCapturable,
-    StepObserver,
-    StreamOwner,
-    check_participant,
-    roles,
-)
-from gym_graphreset.selection import participant_name, supports_reset_selection
+from gym_graphreset.protocols import CheckSink, RewardTransform, StepData, check_participant, hook, roles
+from gym_graphreset.selection import declares, participant_name
 
 __all__ = [
     "WRAPPER_INFO_KEYS",
+    "BufferWatch",
     "Participants",
-    "buffer_pointers",
     "claim_terms",
     "record_terms",
     "release_terms",
-    "tensor_pointers",
 ]
 
 WRAPPER_INFO_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
@@ -115,23 +102,58 @@ def _forwards_step(env: VectorEnv) -> bool:
     return isinstance(env, VectorWrapper) and type(env).step is VectorWrapper.step
 
 
-def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
-    """``(attribute, data_ptr)`` of every tensor attribute of ``obj``, and of tensors one container deep."""
-    found: list[tuple[str, int]] = []
+_Path = tuple[object, str, Any]  # (holder, attribute, key in a dict/list/tuple attribute or None)
+
+
+def _tensor_paths(obj: object) -> list[_Path]:
+    paths: list[_Path] = []
     for key, value in getattr(obj, "__dict__", {}).items():
         if isinstance(value, torch.Tensor):
-            found.append((key, value.data_ptr()))
+            paths.append((obj, key, None))
         elif isinstance(value, dict):
-            found.extend((f"{key}[{k!r}]", v.data_ptr()) for k, v in value.items() if isinstance(v, torch.Tensor))
+            paths.extend((obj, key, k) for k, v in value.items() if isinstance(v, torch.Tensor))
         elif isinstance(value, (list, tuple)):
-            found.extend((f"{key}[{i}]", v.data_ptr()) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
-    return tuple(found)
+            paths.extend((obj, key, i) for i, v in enumerate(value) if isinstance(v, torch.Tensor))
+    return paths
 
 
-def buffer_pointers(obj: object) -> Hashable:
-    """Addresses of every tensor ``obj`` may hand a graph: its tensor attributes and declared buffers."""
-    declared = tuple(t.data_ptr() for t in obj.capture_buffers()) if isinstance(obj, CaptureParticipant) else ()
-    return tensor_pointers(obj), declared
+def _pointer(path: _Path) -> int | None:
+    holder, attr, key = path
+    value = getattr(holder, "__dict__", {}).get(attr)
+    if key is not None:
+        try:
+            value = value[key]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value.data_ptr() if isinstance(value, torch.Tensor) else None
+
+
+class BufferWatch:
+    """The addresses of every tensor a graph may hold: what its fingerprint compares before each replay.
+
+    Built once from a fixed list of holders (the wrapper's and the participants). :meth:`rescan` (at each
+    capture) finds every tensor attribute (and tensor one container deep) of every holder; each call then
+    reads those paths, and every holder's declared ``capture_buffers()``, with no scan and no type test.
+    A replaced or removed tensor changes the fingerprint: the next replay recaptures.
+    """
+
+    def __init__(self, holders: Sequence[object]) -> None:
+        self.holders = list(holders)
+        self.declared: list[Callable[[], Iterable[torch.Tensor]]] = [
+            fn for fn in (hook(h, "capture_buffers") for h in self.holders) if fn is not None
+        ]
+        self._paths: list[_Path] | None = None
+
+    def rescan(self) -> None:
+        """Find the tensor attributes of every holder (called when a graph is captured)."""
+        self._paths = [p for h in self.holders for p in _tensor_paths(h)]
+
+    def __call__(self) -> Hashable:
+        """The addresses now, along the paths of the last scan, and of every declared buffer."""
+        if self._paths is None:
+            self.rescan()
+        assert self._paths is not None
+        return tuple(_pointer(p) for p in self._paths), tuple(t.data_ptr() for fn in self.declared for t in fn())
 
 
 class Participants:
@@ -150,13 +172,20 @@ class Participants:
         for name, term in self.terms.items():
             check_participant(name, term, term=True)
         members = [m for _, m in self.chain] + list(self.terms.values())
-        self.observers: list[StepObserver] = [t for t in self.terms.values() if isinstance(t, StepObserver)]
-        self.info_providers: list[InfoProvider] = [t for t in self.terms.values() if isinstance(t, InfoProvider)]
-        self.publishers: list[EpisodePublisher] = [t for t in self.terms.values() if isinstance(t, EpisodePublisher)]
-        self.check_providers: list[CheckProvider] = [m for m in members if isinstance(m, CheckProvider)]
-        self.capture_participants: list[CaptureParticipant] = [m for m in members if isinstance(m, CaptureParticipant)]
-        self.stream_owners: list[StreamOwner] = [m for m in members if isinstance(m, StreamOwner)]
-        self.generator_owners: list[GeneratorOwner] = [m for m in members if isinstance(m, GeneratorOwner)]
+        term_list = list(self.terms.values())
+
+        def hooks(of: list[Any], name: str) -> list[Any]:
+            return [fn for fn in (hook(m, name) for m in of) if fn is not None]
+
+        # One list of bound hooks per role, found once: a step calls plain lists, with no lookups.
+        self.observers: list[Callable[[StepData], None]] = hooks(term_list, "on_step")
+        self.info_providers: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+            (name, fn) for name, term in self.terms.items() if (fn := hook(term, "info")) is not None
+        ]
+        self.publishers: list[Callable[[], None]] = hooks(term_list, "clear_published")
+        self.check_providers: list[Callable[[CheckSink], None]] = hooks(members, "add_checks")
+        self.stream_owners: list[Any] = [m for m in members if getattr(m, "cuda_stream", None) is not None]
+        self.generator_sources: list[Callable[[], list[torch.Generator]]] = hooks(members, "torch_generators")
         self.members = members
         transforms = [m for _, m in self.chain if isinstance(m, RewardTransform)]
         self.raw_reward_source: RewardTransform | None = transforms[-1] if transforms else None  # innermost
@@ -167,10 +196,9 @@ class Participants:
         Reads each info provider's keys once (after ``bind``); one would silently replace the other.
         """
         owners = dict.fromkeys(WRAPPER_INFO_KEYS, "the wrapper itself")
-        for name, term in self.terms.items():
-            if not isinstance(term, InfoProvider):
-                continue
-            for key in term.info():
+        for name, info in self.info_providers:
+            term = self.terms[name]
+            for key in info():
                 if key in owners:
                     raise ValueError(
                         f"reset term {name!r} ({participant_name(term)}) publishes info[{key!r}], which "
@@ -189,15 +217,11 @@ class Participants:
     def reset_selection_blockers(self) -> list[str]:
         """Names of every reset participant that cannot take a ResetSelection (pure forwarders skipped)."""
         members = [(n, e) for n, e in self.chain if not _forwards_reset(e)] + list(self.terms.items())
-        return [name for name, obj in members if not supports_reset_selection(obj)]
+        return [name for name, obj in members if not declares(obj, "reset_selection")]
 
     def step_capture_blockers(self) -> list[str]:
         """Names of the chain members that do not declare ``supports_step_capture = True``."""
-        return [
-            name
-            for name, env in self.chain
-            if not (isinstance(env, StepCapturable) and env.supports_step_capture is True) and not _forwards_step(env)
-        ]
+        return [name for name, env in self.chain if not declares(env, "step_capture") and not _forwards_step(env)]
 
     def report(self) -> dict[str, list[str]]:
         """Each participant's declarations and protocol roles (hook names), for ``capture_report()``.
@@ -220,7 +244,7 @@ class Participants:
 
     def stream(self) -> torch.cuda.Stream | None:
         """The one stream the chain launches on (``None``: the wrapper makes one); two distinct is an error."""
-        streams = {id(s): s for s in (o.cuda_stream for o in self.stream_owners) if s is not None}
+        streams = {id(o.cuda_stream): o.cuda_stream for o in self.stream_owners}
         if len(streams) > 1:
             raise ValueError(
                 "participants launch on different CUDA streams; a graph is captured on one: "
@@ -228,21 +252,10 @@ class Participants:
             )
         return next(iter(streams.values()), None)
 
-    def capture_scopes(self) -> list[Any]:
-        """Context-manager factories ``(stream, capture_mode)`` to enter inside the capture."""
-        scopes: list[Any] = []
-        for owner in self.stream_owners:
-
-            def scope(stream: torch.cuda.Stream, mode: str, o: StreamOwner = owner) -> AbstractContextManager[Any]:
-                return o.graph_capture_scope(stream, mode)
-
-            scopes.append(scope)
-        return scopes
+    def capture_scopes(self) -> list[Callable[[torch.cuda.Stream, str], AbstractContextManager[Any]]]:
+        """The stream owners' ``graph_capture_scope(stream, capture_mode)``, entered inside the capture."""
+        return [fn for fn in (hook(m, "graph_capture_scope") for m in self.members) if fn is not None]
 
     def generators(self) -> list[torch.Generator]:
         """Every torch.Generator drawn from inside the captured region."""
-        return [g for owner in self.generator_owners for g in owner.torch_generators()]
-
-    def fingerprint(self) -> Hashable:
-        """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""
-        return tuple(buffer_pointers(m) for m in self.members), tuple(self.terms)
+        return [g for source in self.generator_sources for g in source()]

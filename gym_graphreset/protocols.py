@@ -1,42 +1,45 @@
-"""The declared contracts between :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` and what it runs.
+"""The contracts between :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` and what it runs: five.
 
-Everything the wrapper talks to is one of these protocols; the wrapper checks membership once, at
-construction (:func:`roles`), and never looks a hook up while stepping. A participant implements only
-the protocols it needs.
+A term author learns five things, each declared here or in :mod:`gym_graphreset.selection`:
+
+1. :class:`ResetTerm`: per-row state reset with the env, after it. Subclass it (every hook but ``reset``
+   is a no-op there) or write a plain class with the same methods: ``reset(rows)``, and optionally
+   ``bind(env)`` (once, when added), ``on_step(step)`` (every step, sees a :class:`StepData`),
+   ``info()`` (entries in every step's info, fixed keys, full width), ``clear_published()`` (a full
+   ``reset()``) and ``add_checks(checks)`` (device-side checks every step).
+2. :class:`StepData`: what ``on_step`` sees (actions, obs, rewards, flags, done, raw rewards).
+3. :class:`CheckSink`: what ``add_checks`` writes to (``require``/``require_many``; the wrapper's
+   :class:`~gym_graphreset.validation.ValidationLatch` is the implementation).
+4. :class:`GraphParticipant`: for capture, the tensors a graph holds that are not plain attributes, the
+   generators drawn from, and, for an env launching on its own stream, that stream and its capture scope.
+   Every member is optional.
+5. Capabilities, declared as class attributes and read one way
+   (:func:`~gym_graphreset.selection.declares`): ``supports_reset_selection = True`` (``reset`` takes a
+   :class:`~gym_graphreset.ResetSelection`) and, for an inner env, ``supports_step_capture = True``
+   (``step`` follows the captured-path rules of :mod:`gym_graphreset.graph`). A declaration covers the
+   class that defines the method it is about, and its subclasses until one overrides that method.
 
 **The inner env** (:class:`TorchVectorEnv`): a Gymnasium ``VectorEnv`` of torch tensors with a
 ``device`` and ``metadata["autoreset_mode"]`` of ``DISABLED`` (the wrapper resets done rows) or
-``SAME_STEP``. Its ``reset(seed=..., options=...)`` receives in ``options["reset_mask"]``:
+``SAME_STEP``. Its ``reset(seed=..., options=...)`` receives in ``options["reset_mask"]``: nothing (every
+row), a bool tensor ``(num_envs,)`` (the selected-row path), or a ResetSelection (the masked path; read
+``selection.mask``). It returns full-width observations; only the reset rows are read. A chain member
+that changes rewards keeps the reward it was given in ``raw_reward`` (:class:`RewardTransform`), so
+episode statistics report raw returns. Chain members may add checks (``add_checks``) and be graph
+participants too.
 
-- nothing (``options`` is ``None``): reset every row;
-- on the selected-row path, a bool tensor ``(num_envs,)`` of the rows to reset;
-- on the masked path, a :class:`~gym_graphreset.ResetSelection` (read ``selection.mask``; it refuses to
-  act as an index). To take it, the env declares ``supports_reset_selection = True`` at or below the
-  class that defines its ``reset`` (see :mod:`gym_graphreset.selection`).
-
-It returns full-width observations ``(num_envs, ...)`` and an info dict; only the rows it was asked to
-reset are read. For the masked path to return what the selected-row path returns, its draws must not
-depend on which rows reset together: draw with :mod:`gym_graphreset.rng` (a pure function of seed, env
-index and episode index). ``supports_step_capture = True`` declares that ``step`` follows the captured-path
-rules (:mod:`gym_graphreset.graph`), so the whole step may be one CUDA graph.
-
-**Reset terms** (:class:`ResetTerm`, in ``reset_terms={name: term}``) hold per-row state reset with the
-env, after it, in order. ``reset(env_ids)`` receives ``None`` (a full reset, no mask), a long tensor of
-row ids (the selected-row path), or the wrapper's :class:`~gym_graphreset.ResetSelection` (the masked
-path; a full reset is an all-True selection there). Write rows with :func:`~gym_graphreset.fill_rows_` /
-:func:`~gym_graphreset.assign_rows_`, which take all three.
-
-Optional roles: :class:`Bindable`, :class:`StepObserver` (sees the step's actions and outputs every
-step), :class:`InfoProvider` (its keys are in every step's info, on every path), :class:`EpisodePublisher`
-(for terms); :class:`CheckProvider` (adds device-side checks to the latch it is handed) and, for capture,
-:class:`CaptureParticipant`, :class:`StreamOwner` and :class:`GeneratorOwner` (for terms and the chain
-alike); :class:`RewardTransform` (a chain member that changes rewards keeps the raw ones).
+``reset(rows)`` of a term receives ``None`` (a full reset), a long tensor of row ids (the selected-row
+path), or the wrapper's ResetSelection (the masked path); write rows with
+:func:`~gym_graphreset.fill_rows_` / :func:`~gym_graphreset.assign_rows_`, which take all three. Hook
+signatures are checked against :class:`ResetTerm`'s when a term is added (:func:`check_participant`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -46,22 +49,16 @@ import torch
 from gym_graphreset.selection import ResetSelection
 
 __all__ = [
-    "Bindable",
-    "CaptureParticipant",
-    "CheckProvider",
+    "HOOKS",
     "CheckSink",
-    "EpisodePublisher",
-    "GeneratorOwner",
-    "InfoProvider",
+    "GraphParticipant",
     "ResetTerm",
     "RewardTransform",
     "Rows",
-    "StepCapturable",
     "StepData",
-    "StepObserver",
-    "StreamOwner",
     "TorchVectorEnv",
     "check_participant",
+    "hook",
     "roles",
 ]
 
@@ -71,7 +68,7 @@ Rows = ResetSelection | torch.Tensor | None
 
 @dataclass(frozen=True)
 class StepData:
-    """One step as the wrapper saw it, handed to every :class:`StepObserver` (before the done-row reset).
+    """One step as the wrapper saw it, handed to every term's ``on_step`` (before the done-row reset).
 
     Attributes:
         actions: The actions the inner env stepped (``(num_envs, ...)``, non-finite entries already zeroed
@@ -120,53 +117,6 @@ class RewardTransform(Protocol):
 
 
 @runtime_checkable
-class StepCapturable(Protocol):
-    """Declares (``True``) that ``step`` follows the captured-path rules, so the whole step may be a graph."""
-
-    supports_step_capture: bool
-
-
-@runtime_checkable
-class ResetTerm(Protocol):
-    """Per-row state reset with the env, after it (see the module docstring for ``env_ids`` on each path)."""
-
-    def reset(self, env_ids: Rows) -> None:
-        """Reset ``env_ids``: ``None`` (all), row ids, or a ResetSelection. No host read on the masked path."""
-
-
-@runtime_checkable
-class Bindable(Protocol):
-    """Gets the wrapper once, when added (e.g. to allocate buffers for its ``num_envs`` and ``device``)."""
-
-    def bind(self, env: Any) -> None:
-        """Called once with the wrapping env (read ``num_envs``, ``device``, spaces)."""
-
-
-@runtime_checkable
-class StepObserver(Protocol):
-    """Sees every step, after the inner env stepped and before done rows are reset."""
-
-    def on_step(self, step: StepData) -> None:
-        """Update per-row state from the step (in place: it may run inside a captured graph)."""
-
-
-@runtime_checkable
-class InfoProvider(Protocol):
-    """Adds entries to the step's info on every step and every path (fixed keys, full width)."""
-
-    def info(self) -> dict[str, Any]:
-        """This step's entries; a key ``k`` valid on some rows only comes with a bool mask ``_k``."""
-
-
-@runtime_checkable
-class EpisodePublisher(Protocol):
-    """Holds published per-episode values that a full ``reset()`` (no mask) must forget."""
-
-    def clear_published(self) -> None:
-        """Forget what was published (in place)."""
-
-
-@runtime_checkable
 class CheckSink(Protocol):
     """Where checks go: the wrapper's :class:`~gym_graphreset.validation.ValidationLatch`."""
 
@@ -183,69 +133,91 @@ class CheckSink(Protocol):
         """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor at once; ``bad_rows`` ``(num_envs, k)``."""
 
 
-@runtime_checkable
-class CheckProvider(Protocol):
-    """Adds its device-side checks every step, after the inner env stepped (before done rows reset)."""
+class ResetTerm:
+    """Per-row state reset with the env, after it; every hook but ``reset`` is a no-op here.
 
-    def add_checks(self, latch: CheckSink) -> None:
-        """Call ``latch.require``/``latch.require_many``; never read the host."""
-
-
-@runtime_checkable
-class CaptureParticipant(Protocol):
-    """Declares the tensors a captured graph reads or writes that are not plain tensor attributes.
-
-    The wrapper's capture fingerprint covers every tensor attribute of every participant (and tensors in
-    dicts/lists/tuples held by one) plus what this returns; replacing any of them makes the next replay
-    recapture. Declare views of foreign memory (e.g. warp arrays) and tensors held deeper than that.
+    Subclass it and override what you need (or write a plain class with the same method names: the
+    wrapper looks the hooks up once, when the term is added, and calls only those that are not the no-ops
+    below). Every hook runs inside a captured graph on the masked path: no host read there.
     """
+
+    def reset(self, env_ids: Rows) -> None:
+        """Reset ``env_ids``: ``None`` (all), row ids, or a ResetSelection. No host read on the masked path."""
+        raise NotImplementedError(f"{type(self).__name__} must define reset(env_ids)")
+
+    def bind(self, env: Any) -> None:
+        """Called once with the wrapping env when the term is added (read ``num_envs``, ``device``, spaces)."""
+
+    def on_step(self, step: StepData) -> None:
+        """See every step, after the inner env stepped and before done rows reset (update state in place)."""
+
+    def info(self) -> dict[str, Any]:
+        """Entries for this step's info, every step and every path: fixed keys, full-width tensors.
+
+        A key ``k`` valid on some rows only comes with a bool mask ``_k``. Read after ``on_step`` and
+        before the done rows reset, so a done row's value is the one its episode ended with.
+        """
+        return {}
+
+    def clear_published(self) -> None:
+        """Forget published per-episode values (a full ``reset()``, no mask)."""
+
+    def add_checks(self, checks: CheckSink) -> None:
+        """Add device-side checks every step, after ``on_step`` (``checks.require``); never read the host."""
+
+
+class GraphParticipant:
+    """What a CUDA graph needs to know of a term or chain member; every member is optional.
+
+    The capture fingerprint covers every tensor attribute of every participant (and tensors in
+    dicts/lists/tuples held by one) and what :meth:`capture_buffers` returns: replacing any of them makes
+    the next replay recapture. Declare views of foreign memory (e.g. warp arrays) and deeper tensors.
+    """
+
+    cuda_stream: torch.cuda.Stream | None = None
+    """The stream this participant launches on (e.g. warp's); a graph is captured on it."""
 
     def capture_buffers(self) -> Iterable[torch.Tensor]:
         """The tensors a graph holds, whose replacement must trigger a recapture."""
+        return ()
 
-
-@runtime_checkable
-class StreamOwner(Protocol):
-    """Launches on its own CUDA stream (e.g. warp's), so the graph must be captured on that stream."""
-
-    cuda_stream: torch.cuda.Stream | None
+    def torch_generators(self) -> list[torch.Generator]:
+        """The ``torch.Generator`` objects drawn from inside the captured region (registered with it)."""
+        return []
 
     def graph_capture_scope(self, stream: torch.cuda.Stream, capture_mode: str) -> AbstractContextManager[Any]:
         """Entered inside the capture, e.g. warp's external capture on ``stream``."""
+        return contextlib.nullcontext()
 
 
-@runtime_checkable
-class GeneratorOwner(Protocol):
-    """Draws from ``torch.Generator`` objects inside the captured region: they are registered with it."""
-
-    def torch_generators(self) -> list[torch.Generator]:
-        """The generators used in ``reset``/``on_step``/``step``."""
-
-
-ROLE_PROTOCOLS: Mapping[str, type] = {
+HOOKS: dict[str, type] = {
     "reset": ResetTerm,
-    "bind": Bindable,
-    "on_step": StepObserver,
-    "info": InfoProvider,
-    "clear_published": EpisodePublisher,
-    "add_checks": CheckProvider,
-    "capture_buffers": CaptureParticipant,
-    "graph_capture_scope": StreamOwner,
-    "torch_generators": GeneratorOwner,
+    "bind": ResetTerm,
+    "on_step": ResetTerm,
+    "info": ResetTerm,
+    "clear_published": ResetTerm,
+    "add_checks": ResetTerm,
+    "capture_buffers": GraphParticipant,
+    "graph_capture_scope": GraphParticipant,
+    "torch_generators": GraphParticipant,
 }
+"""Every hook the wrapper may call, and the class that declares its signature (and its no-op)."""
 
-_RENAMED: Mapping[str, tuple[str, str]] = {  # old hook -> (its replacement, what changed)
-    "deferred_checks": ("add_checks", "`deferred_checks(wrapper)` became `add_checks(latch)` (CheckProvider)"),
-    "capture_fingerprint": (
-        "capture_buffers",
-        "`capture_fingerprint()` became `capture_buffers()` returning tensors (CaptureParticipant)",
-    ),
-}
+
+def hook(obj: object, name: str) -> Any:
+    """``obj``'s bound hook ``name``, or ``None`` when it has none or only the base class's no-op."""
+    fn = getattr(obj, name, None)
+    if not callable(fn):
+        return None
+    base = HOOKS[name]
+    if name != "reset" and getattr(type(obj), name, None) is getattr(base, name):
+        return None
+    return fn
 
 
 def roles(obj: object) -> list[str]:
-    """The protocols ``obj`` implements, by hook name (e.g. ``["reset", "on_step", "info"]``)."""
-    return [name for name, proto in ROLE_PROTOCOLS.items() if isinstance(obj, proto)]
+    """The hooks ``obj`` implements, by name (e.g. ``["reset", "on_step", "info"]``)."""
+    return [name for name in HOOKS if hook(obj, name) is not None]
 
 
 def _positional_arity(fn: Any) -> tuple[int, int]:
@@ -260,8 +232,12 @@ def _positional_arity(fn: Any) -> tuple[int, int]:
     return required, 1 << 30 if varargs else len(positional)
 
 
+def _declared(name: str) -> inspect.Signature:
+    return inspect.signature(getattr(HOOKS[name], name))
+
+
 def check_participant(name: str, obj: object, *, term: bool) -> None:
-    """Refuse a participant whose hooks do not match the protocols, naming it and the hook.
+    """Refuse a participant whose hooks do not take what :class:`ResetTerm` declares, naming it and the hook.
 
     Args:
         name: How messages name it (a term's name, or the class of a chain member).
@@ -269,25 +245,52 @@ def check_participant(name: str, obj: object, *, term: bool) -> None:
         term: Whether it is a reset term (``reset(env_ids)`` is then required).
 
     Raises:
-        TypeError: A required hook is missing, a hook takes the wrong number of arguments, or a hook
-            uses a name this library no longer calls.
+        TypeError: ``reset`` is missing on a term, or a hook takes a number of positional arguments other
+            than its declaration's.
     """
-    if term and not isinstance(obj, ResetTerm):
+    if term and (not callable(getattr(obj, "reset", None)) or getattr(type(obj), "reset", None) is ResetTerm.reset):
         raise TypeError(f"reset term {name!r} must have a `reset(env_ids)` method, got {type(obj).__name__}")
-    for old, (new, advice) in _RENAMED.items():
-        if callable(getattr(obj, old, None)) and not isinstance(obj, ROLE_PROTOCOLS[new]):
-            raise TypeError(f"{name}: {advice}; the wrapper does not call `{old}`")
-    arity = {"reset": 1, "bind": 1, "on_step": 1, "info": 0, "clear_published": 0, "add_checks": 1}
-    for hook, wanted in arity.items():
-        if hook == "reset" and not term:
+    for hook_name in ("reset", "bind", "on_step", "info", "clear_published", "add_checks"):
+        if hook_name == "reset" and not term:
             continue  # the inner env's reset takes keywords (the Gymnasium API)
-        fn = getattr(obj, hook, None)
-        if not callable(fn):
+        fn = hook(obj, hook_name)
+        if fn is None:
             continue
+        declared = _declared(hook_name)
+        wanted = len(declared.parameters) - 1  # without self
         required, maximum = _positional_arity(fn)
         if not required <= wanted <= maximum:
-            signature = {"on_step": "on_step(step: StepData)", "add_checks": "add_checks(latch)"}.get(hook, hook)
+            params = [p for p in declared.parameters.values() if p.name != "self"]
+            shown = ", ".join(f"{p.name}: {_annotation(p)}" if p.name == "step" else p.name for p in params)
             raise TypeError(
-                f"{name}.{hook} must take {wanted} positional argument(s) ({signature}), "
-                f"got {hook}{inspect.signature(fn)}"
+                f"{name}.{hook_name} must take {wanted} positional argument(s) ({hook_name}({shown})), "
+                f"got {hook_name}{inspect.signature(fn)}"
             )
+
+
+def _annotation(p: inspect.Parameter) -> str:
+    return p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", str(p.annotation))
+
+
+_RETIRED = {
+    "Bindable": "ResetTerm",
+    "StepObserver": "ResetTerm",
+    "InfoProvider": "ResetTerm",
+    "EpisodePublisher": "ResetTerm",
+    "CheckProvider": "ResetTerm",
+    "CaptureParticipant": "GraphParticipant",
+    "StreamOwner": "GraphParticipant",
+    "GeneratorOwner": "GraphParticipant",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The contracts folded into :class:`ResetTerm` / :class:`GraphParticipant`, with a warning."""
+    if name in _RETIRED:
+        warnings.warn(
+            f"gym_graphreset.protocols.{name} is now part of {_RETIRED[name]}: import that instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[_RETIRED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,15 +11,17 @@ effective ``reset`` in the MRO: overriding ``reset`` without re-declaring suppor
 
 from __future__ import annotations
 
-from typing import Any, NoReturn, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 import numpy as np
 import torch
 
 __all__ = [
+    "Capability",
     "ResetSelection",
     "ResetSelectionUnsupportedError",
     "assign_rows_",
+    "declares",
     "fill_rows_",
     "options_reset_mask",
     "participant_name",
@@ -112,30 +114,35 @@ def reset_selection_capable(cls: _T) -> _T:
     return cls
 
 
-def _effective_reset_owner(cls: type) -> type | None:
-    for klass in cls.__mro__:
-        if "reset" in vars(klass):
-            return klass
-    return None
+Capability = Literal["reset_selection", "step_capture"]
+"""What a participant may declare: ``supports_reset_selection`` / ``supports_step_capture``."""
+_COVERS: dict[str, str] = {"reset_selection": "reset", "step_capture": "step"}
 
 
-def supports_reset_selection(obj: object) -> bool:
-    """Whether ``obj`` (or class) declares selection support that covers its effective ``reset``.
+def declares(obj: object, capability: Capability) -> bool:
+    """Whether ``obj`` (or a class) declares ``supports_<capability> = True`` for its effective method.
 
-    The declaration (``supports_reset_selection`` in a class body, or on the instance) counts only at or
-    below the class that defines the effective ``reset``; a subclass overriding ``reset`` without
-    re-declaring is not capable, whatever its parents said.
+    The one capability mechanism: ``reset_selection`` is about ``reset``, ``step_capture`` about ``step``.
+    A declaration (in a class body, or on the instance) counts only at or below the class that defines
+    the effective method in the MRO: a subclass overriding it without re-declaring is not capable,
+    whatever its parents said.
     """
-    if not isinstance(obj, type) and "supports_reset_selection" in getattr(obj, "__dict__", {}):
-        return bool(obj.__dict__["supports_reset_selection"])
+    attr, method = f"supports_{capability}", _COVERS[capability]
+    if not isinstance(obj, type) and attr in getattr(obj, "__dict__", {}):
+        return obj.__dict__[attr] is True
     cls = obj if isinstance(obj, type) else type(obj)
-    owner = _effective_reset_owner(cls)
+    owner = next((klass for klass in cls.__mro__ if method in vars(klass)), None)
     for klass in cls.__mro__:
-        if "supports_reset_selection" in vars(klass):
-            return bool(vars(klass)["supports_reset_selection"])
+        if attr in vars(klass):
+            return vars(klass)[attr] is True
         if klass is owner:
             break
     return False
+
+
+def supports_reset_selection(obj: object) -> bool:
+    """Whether ``obj``'s effective ``reset`` takes a :class:`ResetSelection` (``declares(obj, "reset_selection")``)."""
+    return declares(obj, "reset_selection")
 
 
 def participant_name(obj: object) -> str:
@@ -226,8 +233,25 @@ def options_reset_mask(options: dict[str, Any] | None, all_rows: torch.Tensor) -
     return resolve_reset_mask(reset_mask, all_rows.shape[0], all_rows.device)
 
 
+def _ids_mask(ids: torch.Tensor, num_envs: int, device: torch.device) -> torch.Tensor:
+    """Integer row ids as a mask with no host read: ids out of range fail as torch indexing does.
+
+    The ids a term is handed on the selected path come from the wrapper's ``nonzero()`` (in range by
+    construction); checking them on the host again in every ``fill_rows_`` / ``assign_rows_`` was one host
+    sync per call. User-facing masks (``options["reset_mask"]``) are still checked, by name, in
+    :func:`resolve_reset_mask`.
+    """
+    mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
+    return mask.index_fill_(0, ids.reshape(-1).to(device, torch.long), True)
+
+
 def _row_mask(sel: Any, t: torch.Tensor) -> torch.Tensor:
-    mask = sel.mask if isinstance(sel, ResetSelection) else resolve_reset_mask(sel, t.shape[0], t.device)
+    if isinstance(sel, ResetSelection):
+        mask = sel.mask
+    elif isinstance(sel, torch.Tensor) and sel.dtype in (torch.int16, torch.int32, torch.int64):
+        mask = _ids_mask(sel, t.shape[0], t.device)
+    else:
+        mask = resolve_reset_mask(sel, t.shape[0], t.device)
     if mask.shape[0] != t.shape[0]:
         raise ValueError(f"selection has {mask.shape[0]} rows, tensor has {t.shape[0]}")
     return mask.view(-1, *([1] * (t.dim() - 1)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,16 +33,10 @@ from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
+__all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
-Runner = Callable[[Callable[[], None]], None]
-
-
-def run_eagerly(fn: Callable[[], None]) -> None:
-    """The eager runner of a reset body."""
-    fn()
 
 
 def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
@@ -106,39 +101,135 @@ def _fresh(tree: Any) -> Any:
     return tree_map(torch.clone, tree)
 
 
+class TermInfos:
+    """Reads every term's ``info()`` and holds it to its contract: fixed keys, full-width tensors.
+
+    The first read of each term checks that every tensor leaf has ``num_envs`` rows; every later read
+    checks that the keys are the ones the first returned. A term that breaks either is refused by name
+    (a ``ValueError`` naming the term and the key), never published half-shaped.
+    """
+
+    def __init__(self, providers: list[tuple[str, Callable[[], dict[str, Any]]]], num_envs: int) -> None:
+        self.providers = providers
+        self.num_envs = num_envs
+        self._keys: dict[str, tuple[str, ...]] = {}
+
+    def read(self) -> dict[str, Any]:
+        """Every term's entries, merged in term order."""
+        out: dict[str, Any] = {}
+        for name, provider in self.providers:
+            entries = provider()
+            keys = tuple(entries)
+            known = self._keys.get(name)
+            if known is None:
+                self._check_width(name, entries)
+                self._keys[name] = keys
+            elif keys != known:
+                raise ValueError(
+                    f"reset term {name!r}: info() must return the same keys every step (fixed keys), returned "
+                    f"{list(keys)} after {list(known)}"
+                )
+            out.update(entries)
+        return out
+
+    def owner(self, key: str) -> str:
+        """The class of the term whose ``info()`` returned ``key`` (as read so far)."""
+        for name, provider in self.providers:
+            if key in self._keys.get(name, ()):
+                return participant_name(getattr(provider, "__self__", provider))
+        return "?"
+
+    def _check_width(self, name: str, entries: dict[str, Any]) -> None:
+        if not isinstance(entries, dict):
+            raise TypeError(f"reset term {name!r}: info() must return a dict, got {type(entries).__name__}")
+        for path, leaf in tree_leaves(entries):
+            if leaf.dim() == 0 or leaf.shape[0] != self.num_envs:
+                key = "".join(f"[{p!r}]" for p in path)
+                raise ValueError(
+                    f"reset term {name!r}: info(){key} must be full width, shape (num_envs={self.num_envs}, ...), "
+                    f"got {tuple(leaf.shape)}"
+                )
+
+
 class _Path:
-    """What both reset paths share: the env, the participants, and the term infos."""
+    """What both reset paths own: the resets, the publishers, the reset-obs check, carriers and term infos.
+
+    The inner env's and the terms' resets, explicit (:meth:`reset`) and of done rows
+    (:meth:`reset_done_rows`), as the step path owns the step.
+    """
 
     obs_carrier: Any = None
 
-    def __init__(self, env: VectorEnv, parts: Participants, persistent: bool) -> None:
+    def __init__(self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool) -> None:
         self.env = env
         self.parts = parts
+        self.latch = latch
         self.carriers = TensorStore() if persistent else None
+        self.infos = TermInfos(parts.info_providers, env.num_envs)
+        self.final_infos = TensorStore()
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers a graph writes (declared: they sit in a store, deeper than attributes)."""
         carriers = [] if self.carriers is None else list(self.carriers.buffers())
-        return carriers + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
+        return carriers + self.final_infos.buffers() + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
 
-    def term_infos(self, info: dict[str, Any]) -> None:
-        # Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference
-        # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
-        for provider in self.parts.info_providers:
-            entries = provider.info()
-            if clash := [k for k in entries if k in info]:  # host-side key check: no device read
-                raise ValueError(
-                    f"the reset term {participant_name(provider)} publishes info key(s) {clash} that the step's "
-                    "info already holds (from the inner env or its reset): one would silently replace the other"
-                )
-            entries = entries if self.carriers is not None else _fresh(entries)
-            info.update(entries)
-            if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
-                info["final_info"].update(_on_rows(entries, info["_final_info"]))
+    def final_term_infos(self) -> dict[str, Any]:
+        """Every term's info before the done rows reset: what a finished episode's last step said.
+
+        Held in a store (persistent carriers: a graph rewrites it in place) or a fresh copy, since the
+        reset that follows may change the terms' tensors in place.
+        """
+        entries = self.infos.read()
+        return self.final_infos.write(entries) if self.carriers is not None else _fresh(entries)
+
+    def term_infos(self, info: dict[str, Any], final: dict[str, Any] | None) -> None:
+        """Every term's info after the reset into ``info``; ``final`` (read before it) into ``final_info``.
+
+        Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference is not
+        overwritten by the next step (Gymnasium hands out fresh arrays too).
+        """
+        entries = self.infos.read()
+        if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+            raise ValueError(
+                f"the reset term {self.infos.owner(clash[0])} publishes info key(s) {clash} that the step's info "
+                "already holds (from the inner env or its reset): one would silently replace the other"
+            )
+        info.update(entries if self.carriers is not None else _fresh(entries))
+        if final is not None:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
+            info["final_info"].update(_on_rows(final, info["_final_info"]))
 
     def terms_reset(self, rows: Rows) -> None:
+        """Reset ``rows`` of every term, in order."""
         for term in self.parts.terms.values():
             term.reset(rows)
+
+    def reset(
+        self, seed: int | None, options: dict[str, Any] | None, mask: torch.Tensor | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """An explicit ``reset()``: the inner env, every term, the publishers (full reset), the obs check.
+
+        ``mask`` is the checked ``options["reset_mask"]`` (``None``: every row); ``options`` already holds
+        it for the inner env. Returns the observations in the carrier once one exists.
+        """
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.terms_reset(self.rows_for_terms(mask))
+        if mask is None:
+            for clear in self.parts.publishers:
+                clear()
+        check_reset_obs(self.latch, obs, mask)
+        return self.write_reset_obs(obs), info
+
+    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
+        """What terms get on an explicit ``reset()`` for ``mask`` (``None``: every row)."""
+        raise NotImplementedError
+
+    def write_reset_obs(self, obs: Any) -> Any:
+        """An explicit reset's observations, as published (the carrier, on the masked path, once it exists)."""
+        return obs
+
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the rows that finished this step and build the SAME_STEP output."""
+        raise NotImplementedError
 
 
 class SelectedRowPath(_Path):
@@ -153,20 +244,21 @@ class SelectedRowPath(_Path):
     def __init__(
         self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool, inner_resets: bool
     ) -> None:
-        super().__init__(env, parts, persistent)
-        self.latch = latch
+        super().__init__(env, parts, latch, persistent)
         self.inner_resets = inner_resets
 
     def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
         """What terms get on an explicit ``reset()``: ``None`` (all rows) or the row ids."""
         return None if mask is None else mask.nonzero().flatten()  # host read: the selected path
 
-    def after_step(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows (if any) and build the SAME_STEP output."""
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the done rows (if any: a host read) by id and build the SAME_STEP output."""
         info = dict(info)
         obs, done = step.obs, step.done
+        final = None
         if bool(done.any()):  # host read: the classic gate
             env_ids = done.nonzero().flatten()  # host read: the classic row ids
+            final = self.final_term_infos()
             if not self.inner_resets:
                 final_obs = tree_where(done, obs, obs)  # a copy the inner reset cannot alias
                 reset_obs, reset_info = self.env.reset(options={"reset_mask": done})
@@ -175,12 +267,29 @@ class SelectedRowPath(_Path):
                 info = same_step_info(info, reset_info, done)
                 info["final_obs"], info["_final_obs"] = final_obs, done  # Gymnasium: only when a row ended
             self.terms_reset(env_ids)
-        self.term_infos(info)  # every step, like the masked path
+        self.term_infos(info, final if "final_info" in info else None)  # every step, like the masked path
         reward, terminated, truncated = step.reward, step.terminated, step.truncated
         if self.carriers is not None:
             c = self.carriers.write({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated})
             obs, reward, terminated, truncated = c["obs"], c["reward"], c["terminated"], c["truncated"]
         return obs, reward, terminated, truncated, info
+
+
+@dataclass
+class ResetCarriers:
+    """What the masked reset body reads and writes with persistent buffers: fixed tensors, every step.
+
+    Attributes:
+        final_obs: The step's observations (the carrier the step wrote), read on done rows.
+        done: The done mask (its carrier).
+        obs: Written whole: the reset observations on done rows, ``final_obs`` elsewhere.
+        reset_info: The inner reset's info, in a store the body rewrites in place.
+    """
+
+    final_obs: Any
+    done: torch.Tensor
+    obs: Any
+    reset_info: dict[str, Any] = field(default_factory=dict)
 
 
 class MaskedPath(_Path):
@@ -192,7 +301,9 @@ class MaskedPath(_Path):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body: ``run_eagerly``, or a captured graph's runner.
+        run_reset: Runs the reset body (a :class:`~gym_graphreset.executors.Runner`: eager, or a graph
+            with ``graph="reset"``). With persistent carriers the body reads and writes only them
+            (:class:`ResetCarriers`), so a graph of it replays correctly.
     """
 
     def __init__(
@@ -202,14 +313,13 @@ class MaskedPath(_Path):
         latch: ValidationLatch,
         selection: ResetSelection,
         persistent: bool,
-        run_reset: Runner = run_eagerly,
+        run_reset: Callable[[Callable[[], None]], None],
     ) -> None:
-        super().__init__(env, parts, persistent)
-        self.latch = latch
+        super().__init__(env, parts, latch, persistent)
         self.selection = selection
-        self.run_reset = run_reset  # obs_carrier: written whole by the reset body, never copied in
+        self.run_reset = run_reset
         self.reset_info_store = TensorStore()
-        self._c: dict[str, Any] = {}
+        self.io: ResetCarriers | None = None  # made on the first step: the carriers' shapes are the step's
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The carriers, and the reset-info store the reset body rewrites in place."""
@@ -220,9 +330,10 @@ class MaskedPath(_Path):
         self.selection.mask.copy_(mask if mask is not None else torch.ones_like(self.selection.mask))
         return self.selection
 
-    def after_step(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows through the mask and build the SAME_STEP output."""
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the done rows through the mask (no host read) and build the SAME_STEP output."""
         info = dict(info)
+        final = self.final_term_infos()
         if self.carriers is not None:
             c = self.carriers.write(
                 {
@@ -233,12 +344,12 @@ class MaskedPath(_Path):
                     "done": step.done,
                 }
             )
-            if self.obs_carrier is None:
-                self.obs_carrier = tree_map(owned_like, c["final_obs"])
-            c["obs"] = self._c["obs"] = self.obs_carrier
-            self._c.update(c)
-            self.run_reset(self._reset_carriers)
-            obs, final_obs, reset_info = c["obs"], c["final_obs"], self._c.get("reset_info", {})
+            if self.io is None:
+                self.obs_carrier = tree_map(owned_like, c["final_obs"])  # written whole by the reset body
+                self.io = ResetCarriers(c["final_obs"], c["done"], self.obs_carrier)
+            self.run_reset(self._reset_into_carriers)
+            io = self.io
+            obs, final_obs, reset_info = io.obs, io.final_obs, io.reset_info
             reward, terminated, truncated, done = c["reward"], c["terminated"], c["truncated"], c["done"]
         else:
             reward, terminated, truncated, done = step.reward, step.terminated, step.truncated, step.done
@@ -246,7 +357,7 @@ class MaskedPath(_Path):
             obs, reset_info = self.masked_reset(final_obs, done)
         info = same_step_info(info, reset_info, done)  # every step: fixed keys
         info["final_obs"], info["_final_obs"] = final_obs, done
-        self.term_infos(info)
+        self.term_infos(info, final)
         return obs, reward, terminated, truncated, info
 
     def write_reset_obs(self, obs: Any) -> Any:
@@ -256,11 +367,14 @@ class MaskedPath(_Path):
         tree_copy_(self.obs_carrier, obs)
         return self.obs_carrier
 
-    def _reset_carriers(self) -> None:
-        obs, reset_info = self.masked_reset(self._c["final_obs"], self._c["done"])
-        tree_copy_(self._c["obs"], obs)
+    def _reset_into_carriers(self) -> None:
+        """The reset body on persistent carriers only: what a ``"reset"`` graph captures."""
+        io = self.io
+        assert io is not None
+        obs, reset_info = self.masked_reset(io.final_obs, io.done)
+        tree_copy_(io.obs, obs)
         if reset_info:
-            self._c["reset_info"] = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
+            io.reset_info = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
 
     def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
         """The masked reset body: inner env, then terms, over the full width (no host read)."""
@@ -351,10 +465,10 @@ class StepBody:
         raw = reward if source is None else source.raw_reward
         step = StepData(actions, obs, reward, terminated, truncated, terminated | truncated, raw)
         for observer in self.parts.observers:
-            observer.on_step(step)
+            observer(step)
         for provider in self.parts.check_providers:  # after the observers: checks see this step's state
-            provider.add_checks(latch)
-        out = self.path.after_step(step, info)
+            provider(latch)
+        out = self.path.reset_done_rows(step, info)
         latch.close_batch(outer)
         latch.advance()
         return out

@@ -1,8 +1,8 @@
 """Reset terms: per-row state that must be reset with the env, run after the inner env's reset.
 
-The contract is :class:`~gym_graphreset.protocols.ResetTerm` (``reset(rows)``) plus the optional roles
-of :mod:`gym_graphreset.protocols` (``bind``, ``on_step(step)``, ``info()``, ``clear_published()``,
-``add_checks(latch)``...). :class:`EpisodeStatistics` is the library's own term and an example of one.
+The contract is :class:`~gym_graphreset.protocols.ResetTerm`: ``reset(rows)`` and optional hooks
+(``bind``, ``on_step(step)``, ``info()``, ``clear_published()``, ``add_checks(checks)``), no-ops in the
+base class. :class:`EpisodeStatistics` is the library's own term and an example of one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["EpisodeStatistics", "ResetTerm"]
 
 
 @reset_selection_capable
-class EpisodeStatistics:
+class EpisodeStatistics(ResetTerm):
     """Torch-native, sync-free episode return and length, like Gymnasium's RecordEpisodeStatistics.
 
     ``info["episode"] = {"r": returns, "l": lengths}`` holds, on rows whose episode ended this step,

@@ -16,18 +16,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from gym_graphreset.buffers import tree_leaves
 from gym_graphreset.compiling import CompileBackend
-from gym_graphreset.config import PRESETS
+from gym_graphreset.config import PRESETS, PresetName, StepConfig, from_flags
 from gym_graphreset.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
@@ -47,7 +48,18 @@ __all__ = [
     "rollout",
 ]
 
-MASKED_FLAGS: dict[str, Any] = PRESETS["masked"].flags()
+MASKED_FLAGS: dict[str, Any] = {"config": PRESETS["masked"]}
+"""The masked preset as the wrapper's keywords (``FixedShapeAutoresetVectorEnv(env, **MASKED_FLAGS)``)."""
+Factory = Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv]
+"""Builds a wrapped env from the wrapper's keyword arguments (``{"config": StepConfig}``): ``**`` them in."""
+
+
+def _config(config: StepConfig | PresetName | dict[str, Any] | None, default: PresetName) -> StepConfig:
+    """A preset name, a StepConfig, or a dict of wrapper keywords (``config=`` and flags), as a StepConfig."""
+    if isinstance(config, dict):
+        rest = {k: v for k, v in config.items() if k != "config"}
+        return from_flags(config.get("config"), rest)
+    return from_flags(config if config is not None else default, {})
 
 
 class SyncCanaryResult(dict):
@@ -200,75 +212,121 @@ def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: 
                     torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
                 )
                 if not same:
-                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}")
+                    rows = _differing_rows(u, v, x.get(f"_{key}", {}).get(()), atol)
+                    raise AssertionError(
+                        f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{_likely_cause(x, t, rows)}"
+                    )
+
+
+def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, atol: float) -> list[int]:
+    """The env rows where ``u`` and ``v`` differ (through ``mask`` for a masked entry kept on its rows)."""
+    if u.shape != v.shape or u.dim() == 0:
+        return []
+    bad = (u != v) if atol == 0 else ((u.double() - v.double()).abs() > atol)
+    bad = bad.reshape(u.shape[0], -1).any(dim=1)
+    rows = bad.nonzero().flatten()
+    if mask is not None and mask.dtype == torch.bool and mask.dim() == 1 and int(mask.sum()) == u.shape[0]:
+        rows = mask.nonzero().flatten()[rows]
+    return rows.tolist()
+
+
+def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
+    """``" in rows [...]"`` and what most often makes those rows differ."""
+    if not rows:
+        return ""
+    shown = f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}"
+    if t == 0:
+        return f"{shown}: the first reset() already differs (seeding, or a draw that is not a function of the row)"
+    flags = [reference.get(k, {}).get(()) for k in ("terminated", "truncated")]
+    if any(f is None for f in flags):
+        return shown
+    done = (flags[0] | flags[1]).bool()
+    if all(bool(done[r]) for r in rows if r < done.shape[0]):
+        return (
+            f"{shown}, which reset at this step: their new episode differs. Likely a reset draw that depends on "
+            "which rows reset together (draw per row with gym_graphreset.rng, e.g. counter_uniform), or a reset "
+            "that reads row ids where it was given a ResetSelection"
+        )
+    return (
+        f"{shown}, which did not reset at this step: state carried over differently. Likely a reset that "
+        "wrote rows it was not asked to (a full-width write without the mask), or an earlier step's difference"
+    )
 
 
 def assert_masked_matches_selected(
-    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    env_factory: Factory,
     actions: Sequence[torch.Tensor],
     *,
-    flags: dict[str, Any] | None = None,
+    config: StepConfig | PresetName | None = None,
     seed: int = 0,
     atol: float = 0.0,
+    flags: dict[str, Any] | None = None,
 ) -> None:
     """Assert that a masked configuration returns what the selected-row path returns, step for step.
 
     Args:
-        env_factory: Builds a wrapped env from wrapper flags (``{}`` for the selected-row path).
+        env_factory: Builds a wrapped env from the wrapper's keywords (``{"config": ...}``).
         actions: The actions to step.
-        flags: The masked configuration (default: masked autoreset with deferred validation).
+        config: The masked configuration (default: the ``"masked"`` preset).
         seed: Reset seed of both runs.
         atol: 0 for bitwise equality (counter-based draws on the CPU), else an absolute tolerance.
+        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
-    reference = rollout(env_factory({}), actions, seed)
-    candidate = rollout(env_factory(flags or MASKED_FLAGS), actions, seed)
+    reference = rollout(env_factory({"config": PRESETS["selected"]}), actions, seed)
+    candidate = rollout(env_factory({"config": _config(flags or config, "masked")}), actions, seed)
     _compare(reference, candidate, "masked vs selected", atol)
 
 
 def assert_capture_matches_eager(
-    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    env_factory: Factory,
     actions: Sequence[torch.Tensor],
     *,
-    cuda_graph_scope: str = "reset",
+    graph: Literal["reset", "step"] = "reset",
     seed: int = 0,
     atol: float = 0.0,
+    cuda_graph_scope: Literal["reset", "step"] | None = None,
 ) -> None:
-    """Assert that the captured configuration returns what the same configuration returns eagerly."""
-    eager_flags = PRESETS["masked_persistent"].flags()
-    captured_flags = PRESETS["step_graph" if cuda_graph_scope == "step" else "reset_graph"].flags()
-    reference = rollout(env_factory(eager_flags), actions, seed)
-    captured_env = env_factory(captured_flags)
+    """Assert that the ``graph`` preset returns what the same configuration returns eagerly.
+
+    ``cuda_graph_scope`` is earlier releases' name of ``graph``, still accepted.
+    """
+    graph = cuda_graph_scope or graph
+    reference = rollout(env_factory({"config": PRESETS["masked_persistent"]}), actions, seed)
+    captured_env = env_factory({"config": PRESETS["step_graph" if graph == "step" else "reset_graph"]})
     candidate = rollout(captured_env, actions, seed)
     if captured_env.graph is None or not captured_env.graph.captured:
         raise AssertionError("the captured configuration never captured a graph (too few steps for the warm-up?)")
-    _compare(reference, candidate, f"captured ({cuda_graph_scope}) vs eager", atol)
+    _compare(reference, candidate, f"captured ({graph}) vs eager", atol)
 
 
 def assert_compiled_matches_uncompiled(
-    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    env_factory: Factory,
     actions: Sequence[torch.Tensor],
     *,
-    flags: dict[str, Any],
+    config: StepConfig | PresetName | None = None,
     backend: CompileBackend = "inductor",
     seed: int = 0,
     atol: float = 0.0,
+    flags: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assert that ``flags`` with ``compile_step=True`` returns what ``flags`` returns as written, step for step.
+    """Assert that ``config`` compiled with ``backend`` returns what ``config`` returns as written, step for step.
 
     Every returned tensor is compared (nested info included); the compiled run must also report no graph
     break outside a declared boundary and no recompile. Returns its compile report.
 
     Args:
-        env_factory: Builds a wrapped env from wrapper flags.
+        env_factory: Builds a wrapped env from the wrapper's keywords (``{"config": ...}``).
         actions: The actions to step.
-        flags: A masked configuration (``PRESETS[...].flags()``).
+        config: A masked configuration (a preset name or a StepConfig; default ``"masked"``).
         backend: The ``torch.compile`` backend of the compiled run.
         seed: Reset seed of both runs.
         atol: 0 for bitwise equality (the tracing backends), else an absolute tolerance (Inductor reorders
             float arithmetic).
+        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
-    reference = rollout(env_factory(flags), actions, seed)
-    env = env_factory({**flags, "compile_step": True, "compile_backend": backend})
+    as_written = _config(flags or config, "masked")
+    reference = rollout(env_factory({"config": as_written}), actions, seed)
+    env = env_factory({"config": dataclasses.replace(as_written, compile=backend)})
     candidate = rollout(env, actions, seed)
     _compare(reference, candidate, f"compiled ({backend}) vs as written", atol)
     report = env.capture_report().state["compile"]
@@ -316,13 +374,14 @@ class EpisodeComparison(dict):
 
 
 def assert_statistically_equivalent(
-    env_factory: Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv],
+    env_factory: Factory,
     actions: Sequence[torch.Tensor],
     *,
-    flags: dict[str, Any] | None = None,
+    config: StepConfig | PresetName | None = None,
     seed: int = 0,
     alpha: float = 1e-3,
     min_episodes: int = 100,
+    flags: dict[str, Any] | None = None,
 ) -> EpisodeComparison:
     """Assert that a configuration's finished episodes are distributed like the selected-row path's.
 
@@ -332,17 +391,18 @@ def assert_statistically_equivalent(
     the means at the same level (Bonferroni over the four tests). Returns the statistics for reporting.
 
     Args:
-        env_factory: Builds a wrapped env (with an EpisodeStatistics term) from wrapper flags.
+        env_factory: Builds a wrapped env (with an EpisodeStatistics term) from the wrapper's keywords.
         actions: The actions to step (enough for ``min_episodes`` episodes in each run).
-        flags: The candidate configuration (default: masked autoreset, deferred validation).
+        config: The candidate configuration (default: the ``"masked"`` preset).
         seed: Reset seed of both runs.
         alpha: Family-wise false-alarm rate of the four tests.
         min_episodes: Fewer finished episodes in either run is an error, not a pass.
+        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
     import math
 
-    reference = finished_episodes(env_factory({}), actions, seed)
-    candidate = finished_episodes(env_factory(flags or MASKED_FLAGS), actions, seed)
+    reference = finished_episodes(env_factory({"config": PRESETS["selected"]}), actions, seed)
+    candidate = finished_episodes(env_factory({"config": _config(flags or config, "masked")}), actions, seed)
     level = alpha / 4
     c_alpha = math.sqrt(-0.5 * math.log(level / 2))  # KS critical coefficient
     z_crit = _normal_quantile(1 - level / 2)

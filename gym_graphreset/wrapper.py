@@ -4,10 +4,10 @@ The wrapper steps the inner env, then resets the rows whose episode ended, and r
 ``AutoresetMode.SAME_STEP`` output: on a done row the observation is already the next episode's first,
 ``info["final_obs"]`` is the full-width observation before the reset and ``info["_final_obs"]`` the done
 mask. The default (selected-row) path finds done rows with a host read, like every peer does; the
-``masked_autoreset`` path resets with a full-width :class:`ResetSelection` every step, with no host
+``reset_path="masked"`` resets with a full-width :class:`ResetSelection` every step, with no host
 read, optionally captured once as a CUDA graph (see :mod:`gym_graphreset.graph`).
 
-How it is built: the configuration is an :class:`~gym_graphreset.config.AutoresetConfig`; the inner env
+How it is built: the configuration is a :class:`~gym_graphreset.config.StepConfig`; the inner env
 chain and the reset terms are sorted by protocol role once (:mod:`gym_graphreset.participants`); the
 reset path and the executor are objects chosen from the configuration at construction
 (:mod:`gym_graphreset.stepping`, :mod:`gym_graphreset.executors`).
@@ -17,15 +17,14 @@ reset path and the executor are objects chosen from the configuration at constru
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
 from typing import Any
 
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import AutoresetConfig, PresetName
-from gym_graphreset.executors import CapturedReset, CapturedStep, EagerStep, GraphFactory
+from gym_graphreset.config import PresetName, StepConfig, from_flags
+from gym_graphreset.executors import GraphFactory, Runner, StepInputs
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.inputs import (
@@ -39,9 +38,9 @@ from gym_graphreset.inputs import (
     env_device,
 )
 from gym_graphreset.participants import Participants, claim_terms, record_terms, release_terms
-from gym_graphreset.protocols import Bindable
+from gym_graphreset.protocols import hook
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
-from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, check_reset_obs, run_eagerly
+from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
 from gym_graphreset.validation import DeferredValidationError, ValidationLatch
 
 __all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
@@ -70,19 +69,6 @@ def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
     return AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
 
 
-def _config(config: AutoresetConfig | PresetName | None, flags: dict[str, Any]) -> AutoresetConfig:
-    unknown = sorted(set(flags) - set(AutoresetConfig.fields()))
-    if unknown:
-        raise TypeError(f"unknown wrapper flag(s) {unknown}; accepted: {list(AutoresetConfig.fields())}")
-    if config is None:
-        return AutoresetConfig(**flags)
-    if isinstance(config, str):
-        return AutoresetConfig.preset(config, **flags)
-    if not isinstance(config, AutoresetConfig):
-        raise TypeError(f"`config` must be an AutoresetConfig or a preset name, got {type(config).__name__}")
-    return dataclasses.replace(config, **flags)
-
-
 class FixedShapeAutoresetVectorEnv(VectorWrapper):
     """Wrap a torch ``VectorEnv`` (autoreset DISABLED or SAME_STEP) with a sync-free same-step autoreset.
 
@@ -90,15 +76,16 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         env: The inner env (:class:`~gym_graphreset.protocols.TorchVectorEnv`: torch tensors, a ``device``).
             With ``AutoresetMode.DISABLED`` the wrapper resets done rows through
             ``env.reset(options={"reset_mask": ...})``; with ``SAME_STEP`` the inner env already did.
-        config: An :class:`~gym_graphreset.config.AutoresetConfig` or a preset name (``"selected"``,
-            ``"masked"``, ``"masked_persistent"``, ``"reset_graph"``, ``"step_graph"``); default: selected.
+        config: A preset name (``"selected"``, ``"masked"``, ``"masked_persistent"``, ``"reset_graph"``,
+            ``"step_graph"``) or a :class:`~gym_graphreset.config.StepConfig`; default: selected.
         reset_terms: ``{name: term}`` run in order after the inner env's reset
             (:class:`~gym_graphreset.protocols.ResetTerm` and its optional roles).
         process_group: With ``torch.distributed`` initialised: ``True`` (default group) or a group; every
             poll then all-gathers the verdicts of all ranks in one collective and a failure on any rank
             is raised on every rank, naming it (see :mod:`gym_graphreset.distributed`).
-        **flags: The fields of :class:`~gym_graphreset.config.AutoresetConfig` as keywords
-            (``masked_autoreset=True``...), applied over ``config``.
+        **flags: ``published_buffer_depth=`` / ``validation_poll_interval=``, applied over ``config``. The
+            boolean keywords of earlier releases (``masked_autoreset=True``...) still work, with a
+            ``DeprecationWarning`` (:func:`~gym_graphreset.config.from_flags`).
 
     Example:
         >>> from gym_graphreset.envs import CartPoleVectorEnv
@@ -112,7 +99,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def __init__(
         self,
         env: VectorEnv,
-        config: AutoresetConfig | PresetName | None = None,
+        config: StepConfig | PresetName | None = None,
         *,
         reset_terms: dict[str, Any] | None = None,
         process_group: Any = None,
@@ -124,31 +111,36 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         here; nothing is stepped.
 
         Raises:
-            ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``masked_autoreset`` with an inner
-                env that autoresets itself; ``autoreset_cuda_graph`` off CUDA or where capture cannot work.
+            ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``reset_path="masked"`` with an inner
+                env that autoresets itself; a ``graph`` off CUDA or where capture cannot work.
         """
         super().__init__(env)
-        self.config = cfg = _config(config, flags)
+        self.config = cfg = from_flags(config, flags)
         terms = check_reset_terms(reset_terms)
         self.process_group = check_process_group(process_group)
         self.device = env_device(env)
         check_fixed_shape_spaces(env)
         self.inner_autoreset_mode = _autoreset_mode(env)
+        if "autoreset_mode" not in env.metadata:
+            raise ValueError(
+                f"the inner env {participant_name(env)} declares no metadata['autoreset_mode'], so Gymnasium "
+                "would take it for AutoresetMode.NEXT_STEP; declare metadata = {'autoreset_mode': "
+                "AutoresetMode.DISABLED} (the wrapper resets done rows through reset(options={'reset_mask': ...})) "
+                "or AutoresetMode.SAME_STEP (the env resets them itself)"
+            )
         if self.inner_autoreset_mode == AutoresetMode.NEXT_STEP:
             raise ValueError(
-                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP (or declares no "
-                "metadata['autoreset_mode']); build it with autoreset_mode=AutoresetMode.DISABLED so that "
-                "this wrapper resets done rows itself"
+                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP; build it with "
+                "autoreset_mode=AutoresetMode.DISABLED so that this wrapper resets done rows itself"
             )
-        if cfg.masked_autoreset and self.inner_autoreset_mode != AutoresetMode.DISABLED:
+        if cfg.masked and self.inner_autoreset_mode != AutoresetMode.DISABLED:
             raise ValueError(
-                f"`masked_autoreset=True` needs an inner env with AutoresetMode.DISABLED, got "
-                f"{self.inner_autoreset_mode}"
+                f"`reset_path='masked'` needs an inner env with AutoresetMode.DISABLED, got {self.inner_autoreset_mode}"
             )
-        if cfg.autoreset_cuda_graph and self.device.type != "cuda":
-            raise ValueError(f"`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device {self.device}")
-        if cfg.autoreset_cuda_graph and cuda_capture_reasons(self.device):
-            raise ValueError(f"`autoreset_cuda_graph=True` but {CaptureReport('', cuda_capture_reasons(self.device))}")
+        if cfg.graph is not None and self.device.type != "cuda":
+            raise ValueError(f"`graph={cfg.graph!r}` needs a CUDA env, but the env is on device {self.device}")
+        if cfg.graph is not None and cuda_capture_reasons(self.device):
+            raise ValueError(f"`graph={cfg.graph!r}` but {CaptureReport('', cuda_capture_reasons(self.device))}")
         self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
         self.selection = ResetSelection(self.num_envs, self.device)
         self.latch = ValidationLatch(self.device)
@@ -174,38 +166,40 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     def _negotiate(self, parts: Participants, added: str | None = None) -> None:
         """Refuse participants the configuration cannot run, naming every one (or the term ``added``)."""
-        if self.config.masked_autoreset and added in parts.reset_selection_blockers():
+        if self.config.masked and added in parts.reset_selection_blockers():
             raise ResetSelectionUnsupportedError(
-                f"`masked_autoreset=True` but reset term {added!r} cannot take a ResetSelection"
+                f"`reset_path='masked'` but reset term {added!r} cannot take a ResetSelection"
             )
-        if self.config.masked_autoreset and (blockers := parts.reset_selection_blockers()):
+        if self.config.masked and (blockers := parts.reset_selection_blockers()):
             raise ResetSelectionUnsupportedError(
-                "`masked_autoreset=True` but these reset participants cannot take a ResetSelection: "
+                "`reset_path='masked'` but these reset participants cannot take a ResetSelection: "
                 f"{', '.join(blockers)}. Declare `supports_reset_selection = True` (or use "
                 "@reset_selection_capable) on each after converting its reset to masked writes."
             )
         if self.config.executor == "step_graph" and (blockers := parts.step_capture_blockers()):
             raise ValueError(
-                "`cuda_graph_scope='step'` captures the whole step, but these participants do not declare "
-                f"`supports_step_capture = True`: {', '.join(blockers)}; use cuda_graph_scope='reset'"
+                "`graph='step'` captures the whole step, but these participants do not declare "
+                f"`supports_step_capture = True`: {', '.join(blockers)}; use graph='reset'"
             )
 
     def _build(self) -> None:
         """Choose the reset path and the executor from the configuration (again when a term is added)."""
         cfg, parts = self.config, self._parts
-        factory = GraphFactory(self.device, cfg, parts, self.transitions, [self.selection, self.latch])
+        self._reset_runner: Runner[None] = Runner(None)
         path: SelectedRowPath | MaskedPath
-        self._reset_runner = CapturedReset(factory) if cfg.executor == "reset_graph" else None
         if cfg.reset_path == "masked":
-            runner = self._reset_runner or run_eagerly
-            path = MaskedPath(self.env, parts, self.latch, self.selection, cfg.persistent_step_buffers, runner)
+            path = MaskedPath(
+                self.env, parts, self.latch, self.selection, bool(cfg.persistent_buffers), self._reset_runner
+            )
         else:
             inner_resets = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
-            path = SelectedRowPath(self.env, parts, self.latch, cfg.persistent_step_buffers, inner_resets)
-        backend = cfg.compile_backend if cfg.compile_step else None
-        body = StepBody(self.env, parts, self.latch, path, cfg.defer_finite_validation, self._action_bounds, backend)
-        self._executor = CapturedStep(body, factory) if cfg.executor == "step_graph" else EagerStep(body)
-        factory.holders += [path, self._executor]
+            path = SelectedRowPath(self.env, parts, self.latch, bool(cfg.persistent_buffers), inner_resets)
+        self._inputs = StepInputs(static=cfg.graph == "step")
+        holders = [self.selection, self.latch, path, self._inputs]  # every buffer holder of the wrapper's own
+        factory = GraphFactory(self.device, cfg, parts, self.transitions, holders)
+        self._reset_runner.factory = factory if cfg.graph == "reset" else None
+        self._step_runner: Runner[StepOut] = Runner(factory if cfg.graph == "step" else None)
+        self._body = StepBody(self.env, parts, self.latch, path, cfg.deferred, self._action_bounds, cfg.compile)
         self._path, self._graph_factory = path, factory
 
     def reset_selection_blockers(self) -> list[str]:
@@ -224,15 +218,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         so on a CPU the report still says whether the env would capture on a GPU
         (:attr:`CaptureReport.eligible_on_cuda`). ``state["participants"]`` lists each participant's
         protocol roles; ``state["compile"]`` is the :class:`~gym_graphreset.compiling.CompileReport` (as a
-        dict) with ``compile_step``, else ``None``; the other ``state`` keys say what the graph did. Never a
+        dict) with ``config.compile``, else ``None``; the other ``state`` keys say what the graph did. Never a
         silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
         construction.
         """
-        scope = scope or self.config.cuda_graph_scope
+        scope = scope or self.config.graph or "reset"
         reasons = cuda_capture_reasons(self.device)
-        missing = [f for f in ("masked_autoreset", "persistent_step_buffers") if not getattr(self.config, f)]
+        needs = (
+            ("reset_path='masked'", self.config.masked),
+            ("persistent_buffers=True", self.config.persistent_buffers),
+        )
+        missing = [m for m, ok in needs if not ok]
         if missing:
-            reasons["flags"] = f"capture needs {' and '.join(f'`{f}=True`' for f in missing)}"
+            reasons["flags"] = f"capture needs {' and '.join(f'`{m}`' for m in missing)}"
         if blockers := self.reset_selection_blockers():
             reasons["reset_selection_blockers"] = f"cannot take a ResetSelection: {', '.join(blockers)}"
         if scope == "step" and (blockers := self.step_capture_blockers()):
@@ -245,7 +243,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             "eager_calls": graph.eager_calls if graph else 0,
             "host_transitions": graph.transitions.names if graph else [],
             "participants": self._parts.report(),
-            "compile": None if self._executor.body.compiled is None else self._executor.body.compiled.report.as_dict(),
+            "compile": None if self._body.compiled is None else self._body.compiled.report.as_dict(),
         }
         return CaptureReport(scope, reasons, state)
 
@@ -265,19 +263,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             parts = parts.with_term(name, term)  # checks the protocol and the name first
         self._negotiate(parts, added)
         claim_terms(self, terms, self._parts.terms)  # one term object, one env and one name (before bind)
-        for term in terms.values():
-            if isinstance(term, Bindable):
-                term.bind(self)
+        for bind in filter(None, (hook(term, "bind") for term in terms.values())):
+            bind(self)
         parts.check_info_keys()
         self._parts = parts
 
-    def capture_fingerprint(self) -> Hashable:
-        """What a held graph's pointer guard compares before each replay; a change recaptures first.
+    @property
+    def validation_poll_interval(self) -> int:
+        """Steps between polls with deferred validation (``config.validation_poll_interval``); settable."""
+        return self.config.validation_poll_interval
 
-        The addresses of every buffer a graph may hold: every tensor attribute of every participant, their
-        declared ``capture_buffers()``, the carriers, the selection, the latch and the static actions.
-        """
-        return self._graph_factory.fingerprint()
+    @validation_poll_interval.setter
+    def validation_poll_interval(self, value: int) -> None:
+        self.config = dataclasses.replace(self.config, validation_poll_interval=value)  # validated like at construction
 
     @property
     def reset_terms(self) -> dict[str, Any]:
@@ -287,8 +285,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     @property
     def graph(self) -> AutoresetGraph[Any] | None:
         """The reset or step graph, once the first step made it (``None`` when not capturing)."""
-        runner = self._reset_runner
-        return self._executor.graph if runner is None else runner.graph
+        return self._reset_runner.graph or self._step_runner.graph
 
     # ------------------------------------------------------------------ validation
 
@@ -357,20 +354,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._interrupted = None
         self.latch.clear()
         inner_options = None if options is None else {**options, **({} if mask is None else {"reset_mask": mask})}
-        obs, info = self.env.reset(seed=seed, options=inner_options)
-        rows = self._path.rows_for_terms(mask)
-        for term in self._parts.terms.values():
-            term.reset(rows)
-        if mask is None:
-            for publisher in self._parts.publishers:
-                publisher.clear_published()
-        check_reset_obs(self.latch, obs, mask)
+        obs, info = self._path.reset(seed, inner_options, mask)
         self._needs_reset = False
-        if not self.config.defer_finite_validation:
+        if not self.config.deferred:
             self.poll_finite_validation()
-        if self.config.persistent_step_buffers:
-            if isinstance(self._path, MaskedPath):
-                obs = self._path.write_reset_obs(obs)
+        if self.config.persistent_buffers:
             obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
         return obs, info
 
@@ -391,12 +379,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             )
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
-        space, read_values = self.single_action_space, not self.config.defer_finite_validation
+        space, read_values = self.single_action_space, not self.config.deferred
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
         try:
-            out = self._executor(actions)
+            static = self._inputs.take(actions)  # the step graph's static input (as given without one)
+            out = self._step_runner(lambda: self._body(static))
             self.host_step += 1
-            if self.config.persistent_step_buffers:
+            if self.config.persistent_buffers:
                 out = self.ring.publish(out)
             if read_values or self.host_step % self.config.validation_poll_interval == 0:
                 self.poll_finite_validation()
@@ -415,22 +404,3 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             self._closed = True
             release_terms(self, self._parts.terms)  # a closed env's terms may serve another env
             super().close(**kwargs)
-
-
-_RUNTIME_FIELDS = ("validation_poll_interval",)  # read every step: may change between steps
-
-
-def _config_property(name: str) -> property:
-    def get(self: FixedShapeAutoresetVectorEnv) -> Any:
-        return getattr(self.config, name)
-
-    def set_(self: FixedShapeAutoresetVectorEnv, value: Any) -> None:
-        if name not in _RUNTIME_FIELDS:
-            raise AttributeError(f"`{name}` is fixed at construction; build a new env with the config you want")
-        self.config = dataclasses.replace(self.config, **{name: value})  # validated like at construction
-
-    return property(get, set_, doc=f"``config.{name}``.")
-
-
-for _name in AutoresetConfig.fields():
-    setattr(FixedShapeAutoresetVectorEnv, _name, _config_property(_name))

@@ -5,8 +5,7 @@ Gymnasium's ``VectorObservationWrapper`` refuses SAME_STEP envs and its normalis
 wrapper's ``final_obs`` is built from their output (normalised like every other observation), they are
 participants in the reset negotiation, and their state is device tensors updated in place.
 
-    env = FixedShapeAutoresetVectorEnv(
-        NormalizeObservation(ClipAction(inner)), masked_autoreset=True, defer_finite_validation=True)
+    env = FixedShapeAutoresetVectorEnv(NormalizeObservation(ClipAction(inner)), "masked")
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -15,11 +16,13 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, resolve_reset_mask
+from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, StepConfig, resolve_reset_mask
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.rng import counter_normal
 
 CUDA = torch.cuda.is_available()
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # one xdist worker per core: torch's threads share them
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -38,15 +41,16 @@ def load_example(name: str) -> ModuleType:
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (run on the GPU machine)")
 
 MODES: dict[str, dict[str, Any]] = {
-    name: PRESETS[name].flags()
+    name: {"config": PRESETS[name]}
     for name in ("selected", "masked", "masked_persistent")  # type: ignore[index]
 } | {
-    "masked_persistent_depth1": PRESETS["masked_persistent"].flags() | {"published_buffer_depth": 1},
-    "masked_persistent_depth4": PRESETS["masked_persistent"].flags() | {"published_buffer_depth": 4},
+    "masked_persistent_depth1": {"config": StepConfig.preset("masked_persistent", published_buffer_depth=1)},
+    "masked_persistent_depth4": {"config": StepConfig.preset("masked_persistent", published_buffer_depth=4)},
 }
+"""Mode name -> the wrapper's keywords, {"config": StepConfig}: `FixedShapeAutoresetVectorEnv(env, **MODES[m])`."""
 GRAPH_MODES: dict[str, dict[str, Any]] = {
-    name: PRESETS[name].flags() | {"autoreset_graph_warmup": 2}
-    for name in ("reset_graph", "step_graph")  # type: ignore[index]
+    name: {"config": StepConfig.preset(name, graph_warmup=2)}
+    for name in ("reset_graph", "step_graph")  # type: ignore[arg-type]
 }
 
 
@@ -123,8 +127,8 @@ def scripted_env(
 def cartpole_factory():
     """Build a wrapped CartPole for a mode."""
 
-    def make(num_envs: int = 8, device: Any = "cpu", **flags: Any) -> FixedShapeAutoresetVectorEnv:
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(num_envs, device=device), **flags)
+    def make(num_envs: int = 8, device: Any = "cpu", **kwargs: Any) -> FixedShapeAutoresetVectorEnv:
+        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(num_envs, device=device), **kwargs)
 
     return make
 

@@ -31,8 +31,7 @@ def main() -> None:
     ep = EpisodeStatistics()
     env = FixedShapeAutoresetVectorEnv(
         make_rank_env("gym_graphreset/CartPole-v1", info.num_envs, max_episode_steps=25),
-        masked_autoreset=True,
-        defer_finite_validation=True,
+        "masked",
         validation_poll_interval=10,
         reset_terms={"episode": ep},
         process_group=True if distributed else None,

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
-from gym_graphreset import PRESETS, AutoresetConfig, EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset import PRESETS, AutoresetConfig, EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.compiling import CompiledStep, CompileWarning, declared_boundaries, opaque
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import assert_compiled_matches_uncompiled
@@ -99,6 +99,35 @@ def test_boundary_inside_a_generator_context_manager_is_reported() -> None:
     assert not compiled.report.ok and any("context manager" in b for b in compiled.report.graph_breaks)
 
 
+def _breaking_step(x: torch.Tensor) -> torch.Tensor:
+    y = x * 2
+    _ = y.tolist()  # a host read: a graph break in the user's code
+    return y + 1
+
+
+def test_graph_break_names_the_users_file_and_line() -> None:
+    compiled = CompiledStep(_breaking_step, "eager")
+    compiled(torch.ones(2))
+    with pytest.warns(CompileWarning, match=r"graph break at test_compiling\.py:\d+"):
+        compiled(torch.ones(2))
+
+
+def test_reused_code_is_reported_as_reused_with_the_earlier_verdict() -> None:
+    """A second compiled step that runs code compiled before compiled nothing: it says so, and inherits the
+    earlier compile's breaks (nothing was checked for it), so its report is not ok."""
+    first = CompiledStep(_breaking_step, "eager")
+    with pytest.warns(CompileWarning):
+        for _ in range(3):
+            first(torch.ones(2))
+    assert not first.report.ok and not first.report.reused
+    second = CompiledStep(_breaking_step, "eager")
+    with pytest.warns(CompileWarning, match="earlier compile: graph break"):
+        for _ in range(3):
+            second(torch.ones(2))
+    report = second.report.as_dict()
+    assert report["graphs"] == 0 and report["reused"] and not report["ok"]
+
+
 class _Counter:
     def __init__(self) -> None:
         self.calls = 0
@@ -123,18 +152,37 @@ def test_recompile_is_reported_with_the_failed_guard() -> None:
 
 
 @pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"compile": "inductor"}, "needs `reset_path='masked'`"),
+        ({"graph": "reset", "compile": "inductor"}, "use graph='step'"),
+        ({"reset_path": "masked", "compile": "tvm"}, "`compile` must be one of"),
+        ({"graph": "step", "compile": "inductor", "graph_warmup": 1}, "graph_warmup >= 2"),
+    ],
+)
+def test_invalid_compile_configurations_are_refused(fields: dict[str, Any], match: str) -> None:
+    """Combinations that cannot work are a ValueError naming the field, at construction."""
+    with pytest.raises(ValueError, match=match):
+        StepConfig(**fields)
+
+
+@pytest.mark.parametrize(
     ("flags", "match"),
     [
         ({"compile_step": True}, "requires `masked_autoreset=True`"),
-        (PRESETS["reset_graph"].flags() | {"compile_step": True}, "cuda_graph_scope='step'"),
-        (PRESETS["masked"].flags() | {"compile_step": True, "compile_backend": "tvm"}, "compile_backend"),
-        (PRESETS["step_graph"].flags() | {"compile_step": True, "autoreset_graph_warmup": 1}, "warmup >= 2"),
-        (PRESETS["masked"].flags() | {"compile_step": 1}, "`compile_step` must be a bool"),
+        (
+            {"masked_autoreset": True, "defer_finite_validation": True, "compile_step": 1},
+            "`compile_step` must be a bool",
+        ),
+        (
+            {"masked_autoreset": True, "defer_finite_validation": True, "compile_step": True, "compile_backend": "tvm"},
+            "compile_backend",
+        ),
     ],
 )
-def test_invalid_compile_flags_are_refused(flags: dict[str, Any], match: str) -> None:
-    """Combinations that cannot work are a ValueError naming the flag, at construction."""
-    with pytest.raises(ValueError, match=match):
+def test_legacy_compile_keywords_are_refused_by_name(flags: dict[str, Any], match: str) -> None:
+    """The old keywords still map (with a DeprecationWarning) and are still refused by name."""
+    with pytest.raises(ValueError, match=match), pytest.warns(DeprecationWarning):
         AutoresetConfig(**flags)
 
 
@@ -185,18 +233,18 @@ def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, prese
     break): what dynamo sees of a user's torch env, CartPole, MuJoCo Warp and the 13-term reset-heavy
     workload.
     """
-    flags = PRESETS[preset].flags()  # type: ignore[index]
-    actions = _actions(factory(flags).action_space, steps)
+    config = PRESETS[preset]  # type: ignore[index]
+    actions = _actions(factory({"config": config}).action_space, steps)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
-        report = assert_compiled_matches_uncompiled(factory, actions, flags=flags, backend="aot_eager")
+        report = assert_compiled_matches_uncompiled(factory, actions, config=config, backend="aot_eager")
     assert report["calls"] == steps - 1  # every step but the first ran compiled
     assert set(report["declared_breaks"]) <= declared_boundaries()
 
 
 def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> None:
     """Dynamo's cache is process-wide: a second env's first compile replaces the first env's entry, once."""
-    flags = PRESETS["masked"].flags() | {"compile_step": True, "compile_backend": "eager"}
+    flags = {"config": StepConfig.preset("masked", compile="eager")}
     actions = _actions(_cartpole({}).action_space, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CompileWarning)
@@ -210,9 +258,8 @@ def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> No
 
 def test_inductor_on_the_cpu_matches_to_float_tolerance() -> None:
     """Inductor's fused CPU kernels give the step as written to float tolerance, resets included."""
-    flags = PRESETS["masked_persistent"].flags()
-    actions = _actions(_point_mass(flags).action_space, 50)
-    report = assert_compiled_matches_uncompiled(_point_mass, actions, flags=flags, atol=1e-5)
+    actions = _actions(_point_mass({}).action_space, 50)
+    report = assert_compiled_matches_uncompiled(_point_mass, actions, config="masked_persistent", atol=1e-5)
     assert report["backend"] == "inductor" and report["compile_seconds"] > 0
 
 
@@ -226,11 +273,12 @@ def test_compiled_step_graph_is_sync_free_and_matches_uncompiled(env_id: str) ->
 
     def factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
         inner = gym.make_vec(env_id, num_envs=1024, vectorization_mode="vector_entry_point", device="cuda")
-        flags = flags or PRESETS["step_graph"].flags()  # the reference: the uncompiled step graph
+        if flags["config"] == PRESETS["selected"]:  # the reference: the uncompiled step graph
+            flags = {"config": PRESETS["step_graph"]}
         return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
 
-    compiled = PRESETS["step_graph"].flags() | {"compile_step": True, "validation_poll_interval": 10_000}
-    env = factory(compiled)
+    compiled = StepConfig.preset("step_graph", compile="inductor")
+    env = factory({"config": compiled, "validation_poll_interval": 10_000})
     pool = [a.cuda() for a in _actions(env.action_space, 8)]  # on the device: a host copy would wait for the GPU
     env.reset(seed=0)
     for a in pool:
@@ -243,5 +291,5 @@ def test_compiled_step_graph_is_sync_free_and_matches_uncompiled(env_id: str) ->
     low = torch.as_tensor(env.single_action_space.low, device="cuda")
     high = torch.as_tensor(env.single_action_space.high, device="cuda")
     actions = [low + (high - low) * torch.rand(1024, low.shape[0], device="cuda", generator=gen) for _ in range(300)]
-    stats = assert_statistically_equivalent(factory, actions, flags=compiled | {"validation_poll_interval": 32})
+    stats = assert_statistically_equivalent(factory, actions, config=compiled)
     print(f"{env_id} compiled vs uncompiled step graph: {stats}")

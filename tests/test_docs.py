@@ -67,8 +67,8 @@ def test_api_reference_covers_every_public_name(site: Path) -> None:
 def test_python_blocks_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(sys, "path", [*sys.path])
+    namespace: dict = {"__name__": f"docs_{page.stem}"}  # one namespace per page, in order: a page builds up
     for i, block in enumerate(_blocks(page)):
-        namespace: dict = {"__name__": f"docs_{page.stem}_{i}"}
         try:
             exec(compile(block, f"{page.name}[block {i}]", "exec"), namespace)
         except Exception as err:
@@ -128,7 +128,8 @@ def test_every_page_is_reachable_and_the_readme_links_the_site() -> None:
 
 
 def test_config_page_lists_every_field() -> None:
-    from gym_graphreset.config import AutoresetConfig
+    from gym_graphreset.config import LEGACY_FLAGS, StepConfig
 
     text = (DOCS / "config.md").read_text()
-    assert all(f"`{field}`" in text for field in AutoresetConfig.fields())
+    assert all(f"`{field}`" in text for field in StepConfig.fields())
+    assert all(f"`{flag}" in text for flag in LEGACY_FLAGS)  # the deprecated keywords' table

@@ -118,7 +118,7 @@ def test_point_mass_masked_matches_selected(point_mass, mode: str) -> None:
         env = point_mass.make_env(32, "selected")
         return type(env)(env.env, reset_terms={"history": point_mass.ActionHistory(), "ep": _ep()}, **flags)
 
-    assert_masked_matches_selected(factory, _actions(32, 300), flags=PRESETS[mode].flags())
+    assert_masked_matches_selected(factory, _actions(32, 300), config=PRESETS[mode])
 
 
 def _ep():
@@ -191,7 +191,7 @@ def test_point_mass_step_graph_sync_free_and_matches_eager(point_mass) -> None:
         )
 
     actions = _actions(1024, 60, device="cuda")
-    assert_capture_matches_eager(factory, actions, cuda_graph_scope="step")
+    assert_capture_matches_eager(factory, actions, graph="step")
     env = point_mass.make_env(1024, "step_graph", device="cuda")
     env.validation_poll_interval = 10_000
     env.reset(seed=0)

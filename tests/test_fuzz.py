@@ -17,6 +17,7 @@ from gym_graphreset import (
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
     ResetSelection,
+    StepConfig,
     fill_rows_,
     resolve_reset_mask,
 )
@@ -66,7 +67,7 @@ def _run(flags: dict[str, Any], actions: list[torch.Tensor], p_done: float, seed
 )
 def test_nan_bursts_masked_equals_deferred_selected(actions, p_done, seed, mode) -> None:
     """Under NaN bursts every path zeroes the same entries, returns the same values, latches the same faults."""
-    reference = {"defer_finite_validation": True, "validation_poll_interval": 1000}
+    reference = {"config": StepConfig(validation="deferred"), "validation_poll_interval": 1000}
     candidate = {**MODES[mode], "validation_poll_interval": 1000}
     ref, got = _run(reference, actions, p_done, seed), _run(candidate, actions, p_done, seed)
     assert ref[1] == got[1]

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityCfg, Go1VelocityFlatEnv
 from gym_graphreset.envs.go1_model import ACTION_SCALE, JOINT_NAMES, build_go1_xml, default_joint_pos
 from gym_graphreset.plotting import load_training_curve
 from gym_graphreset.testing import assert_masked_matches_selected
 
-from .conftest import GRAPH_MODES, MODES, needs_cuda
+from .conftest import MODES, needs_cuda
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 8
@@ -239,7 +239,8 @@ def test_step_graph_is_sync_free_and_compile_step_reports_ok(compile_step: bool)
     """CUDA: the whole Go1 step in one graph passes the sleep canary; ``compile_step`` reports ok."""
     from gym_graphreset.testing import assert_sync_free
 
-    flags = GRAPH_MODES["step_graph"] | {"compile_step": compile_step, "validation_poll_interval": 10_000}
+    config = StepConfig.preset("step_graph", graph_warmup=2, compile="inductor" if compile_step else None)
+    flags = {"config": config, "validation_poll_interval": 10_000}
     inner = Go1VelocityFlatEnv(1024, device="cuda")
     env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
     env.reset(seed=0)

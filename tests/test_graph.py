@@ -23,7 +23,7 @@ def test_refused_off_cuda() -> None:
 
 @pytest.mark.parametrize(
     ("kw", "message"),
-    [({"warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0"), ({"capture_mode": "x"}, "must be one of")],
+    [({"warmup": -1}, "`graph_warmup` must be an int >= 0"), ({"capture_mode": "x"}, "must be one of")],
 )
 @needs_cuda
 @pytest.mark.cuda
@@ -127,7 +127,7 @@ def test_capture_matches_eager(scope: str) -> None:
             CartPoleVectorEnv(256, device="cuda"), reset_terms={"ep": EpisodeStatistics()}, **flags
         )
 
-    assert_capture_matches_eager(factory, actions, cuda_graph_scope=scope)
+    assert_capture_matches_eager(factory, actions, graph=scope)
 
 
 @pytest.mark.cuda
@@ -174,9 +174,7 @@ def test_capture_report_names_every_reason_on_the_cpu() -> None:
     report = env.capture_report("step")
     assert not report.eligible
     assert set(report.reasons) == {"device", "flags", "reset_selection_blockers"}
-    assert (
-        "plain" in report.reasons["reset_selection_blockers"] and "persistent_step_buffers" in report.reasons["flags"]
-    )
+    assert "plain" in report.reasons["reset_selection_blockers"] and "persistent_buffers" in report.reasons["flags"]
     assert "not possible" in str(report) and report.state["captures"] == 0
 
 

@@ -19,6 +19,7 @@ from gym_graphreset import (
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
     ResetSelection,
+    ResetTerm,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.validation import ValidationLatch
@@ -80,10 +81,15 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         TypeError,
         "old.on_step must take 1 positional argument(s) (on_step(step: StepData))",
     ),
-    "a renamed hook (deferred_checks)": (
-        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"old": _RenamedHookTerm()}),
+    "a ResetTerm subclass without reset": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"bare": _NoReset()}),
         TypeError,
-        "old: `deferred_checks(wrapper)` became `add_checks(latch)`",
+        "reset term 'bare' must have a `reset(env_ids)` method, got _NoReset",
+    ),
+    "an add_checks hook without the sink": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"old": _NoSinkTerm()}),
+        TypeError,
+        "old.add_checks must take 1 positional argument(s) (add_checks(checks))",
     ),
     "CartPoleVectorEnv(2.5)": (lambda: CartPoleVectorEnv(2.5), TypeError, "`num_envs` must be an int >= 1, got 2.5"),  # type: ignore[arg-type]
     "max_episode_steps=0": (
@@ -128,7 +134,7 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         ValueError,
         f"`validation_poll_interval` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**64}",
     ),
-    "autoreset_graph_warmup beyond int64": (
+    "autoreset_graph_warmup beyond int64 (an old keyword, checked by its name)": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), autoreset_graph_warmup=2**63),
         ValueError,
         f"`autoreset_graph_warmup` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**63}",
@@ -162,10 +168,14 @@ class _OldStyleTerm:
     def on_step(self, reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor) -> None: ...
 
 
-class _RenamedHookTerm:
+class _NoReset(ResetTerm):
+    def on_step(self, step: Any) -> None: ...
+
+
+class _NoSinkTerm(ResetTerm):
     def reset(self, env_ids: Any) -> None: ...
 
-    def deferred_checks(self, wrapper: Any) -> None: ...
+    def add_checks(self) -> None: ...
 
 
 @pytest.mark.parametrize("case", list(CONSTRUCTION))
@@ -392,3 +402,21 @@ def test_inner_env_autoreset_mode_named() -> None:
     inner.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
     with pytest.raises(ValueError, match="uses AutoresetMode.NEXT_STEP"):
         FixedShapeAutoresetVectorEnv(inner)
+
+
+def test_inner_env_without_autoreset_mode_is_told_what_to_declare() -> None:
+    """An env that declares nothing is not told it "uses NEXT_STEP": it is told what to declare."""
+    inner = CartPoleVectorEnv(N)
+    inner.metadata = {}
+    with pytest.raises(ValueError, match=re.escape("declares no metadata['autoreset_mode']")) as err:
+        FixedShapeAutoresetVectorEnv(inner)
+    assert str(err.value).startswith("the inner env CartPoleVectorEnv declares no") and "DISABLED" in str(err.value)
+
+
+def test_tutorial_names_are_re_exported() -> None:
+    import gym_graphreset
+    from gym_graphreset.rng import EpisodeKeys, counter_uniform
+    from gym_graphreset.selection import options_reset_mask
+
+    assert gym_graphreset.EpisodeKeys is EpisodeKeys and gym_graphreset.counter_uniform is counter_uniform
+    assert gym_graphreset.options_reset_mask is options_reset_mask

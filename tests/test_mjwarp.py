@@ -86,7 +86,7 @@ def test_capture_matches_eager_without_contacts(scope: str) -> None:
             InvertedPendulumEnv(256, device="cuda"), reset_terms={"ep": EpisodeStatistics()}, **flags
         )
 
-    assert_capture_matches_eager(factory, actions, cuda_graph_scope=scope, atol=1e-5)
+    assert_capture_matches_eager(factory, actions, graph=scope, atol=1e-5)
 
 
 def test_whole_step_graph_keeps_sentinels_and_outputs(ant: AntEnv) -> None:

@@ -9,7 +9,7 @@ import torch
 from gym_graphreset import FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs.mjwarp_reset import needs_reset_data
 from gym_graphreset.envs.mujoco_tasks import AntEnv, HopperEnv, InvertedPendulumEnv
-from gym_graphreset.testing import MASKED_FLAGS, rollout
+from gym_graphreset.testing import rollout
 
 N = 24
 MASK = torch.arange(N) % 3 == 1
@@ -48,7 +48,7 @@ def test_kernel_reset_trajectories_match_reference_through_the_wrapper() -> None
     gen = torch.Generator().manual_seed(0)
     actions = [torch.rand(N, 3, generator=gen) * 2 - 1 for _ in range(60)]
     runs = [
-        rollout(FixedShapeAutoresetVectorEnv(HopperEnv(N, device="cpu", kernel_reset=k), **MASKED_FLAGS), actions)
+        rollout(FixedShapeAutoresetVectorEnv(HopperEnv(N, device="cpu", kernel_reset=k), "masked"), actions)
         for k in (True, False)
     ]
     assert sum(int(r["terminated"][()].sum()) for r in runs[0][1:]) > 0, "no reset happened: the test is void"

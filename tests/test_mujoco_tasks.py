@@ -235,16 +235,12 @@ def test_selected_and_masked_paths_identical(task: str) -> None:
     act_dim = 3 if task == "Hopper-v5" else 8
     actions = [torch.rand(n, act_dim, generator=gen) * 2 - 1 for _ in range(40)]
 
-    def factory(flags):
+    def factory(kwargs):
         inner = TASKS[task](n, device="cpu", max_episode_steps=15)
-        return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **kwargs)
 
     assert_masked_matches_selected(factory, actions)
-    assert_masked_matches_selected(
-        factory,
-        actions,
-        flags={"masked_autoreset": True, "defer_finite_validation": True, "persistent_step_buffers": True},
-    )
+    assert_masked_matches_selected(factory, actions, config="masked_persistent")
 
 
 def test_overflow_is_latched_and_named() -> None:
@@ -253,8 +249,7 @@ def test_overflow_is_latched_and_named() -> None:
 
     env = FixedShapeAutoresetVectorEnv(
         AntEnv(2, device="cpu", njmax=2),
-        masked_autoreset=True,
-        defer_finite_validation=True,
+        "masked",
         validation_poll_interval=4,
     )
     env.reset(seed=0)

@@ -154,3 +154,16 @@ def test_instance_declaration_wins() -> None:
     obj = _Plain()
     obj.supports_reset_selection = True
     assert supports_reset_selection(obj)
+
+
+def test_row_id_writes_read_nothing_on_the_host() -> None:
+    """Terms on the selected path get row ids from the wrapper's nonzero(): writing them is no further sync
+    (a host-side range check here was one sync per fill_rows_/assign_rows_ call, 16 per reset-heavy step)."""
+    from gym_graphreset.host_reads import count_host_reads
+
+    t, ids = torch.zeros(6, 2), torch.tensor([1, 4])
+    n, where = count_host_reads(lambda: (fill_rows_(t, ids, 1.0), assign_rows_(t, ids, torch.full((6, 2), 2.0))))
+    assert n == 0, where
+    assert t[:, 0].tolist() == [0, 2, 0, 0, 2, 0]
+    with pytest.raises(IndexError):
+        fill_rows_(t, torch.tensor([6]), 1.0)  # out of range fails as torch indexing does

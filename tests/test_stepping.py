@@ -3,12 +3,21 @@ checked on every path, and faults are latched with their rows."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 import torch
 
-from gym_graphreset import DeferredValidationError, EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset import (
+    DeferredValidationError,
+    EpisodeStatistics,
+    FixedShapeAutoresetVectorEnv,
+    ResetTerm,
+    StepData,
+    fill_rows_,
+    reset_selection_capable,
+)
 
 from .conftest import MODES, ScriptedVectorEnv, scripted_env
 
@@ -85,3 +94,79 @@ def test_nan_step_observations_name_their_rows() -> None:
         env.poll_finite_validation()
     text = str(err.value)
     assert "finite_actions" in text and "row 3)" in text and "between steps 0 and 0" in text
+
+
+@reset_selection_capable
+class _StepCounter(ResetTerm):
+    """Counts the steps of the current episode and publishes the running count."""
+
+    def bind(self, env: Any) -> None:
+        self.count = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+
+    def on_step(self, step: StepData) -> None:
+        self.count.add_(1)
+
+    def reset(self, env_ids: Any) -> None:
+        fill_rows_(self.count, env_ids, 0)
+
+    def info(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+def test_final_info_holds_term_values_from_before_the_reset(mode: str) -> None:
+    """A counter that ended an episode at 8 shows 8 in ``final_info`` (Gymnasium: the ending step's info),
+    and the reset value 0 in ``info`` on that row."""
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(
+        CartPoleVectorEnv(4, max_episode_steps=8), reset_terms={"n": _StepCounter()}, **MODES[mode]
+    )
+    env.reset(seed=0)
+    for t in range(1, 9):
+        *_, info = env.step(torch.zeros(4, dtype=torch.long))
+        done = info.get("_final_info", torch.zeros(4, dtype=torch.bool))
+        if done.any():
+            ended = info["final_info"]["_count"]
+            assert torch.equal(ended, done)
+            lengths = info["final_info"]["count"][done]
+            assert (lengths > 0).all() and (lengths <= t).all(), f"final counts {lengths.tolist()} at step {t}"
+            assert (info["count"][done] == 0).all()  # after the reset
+    assert done.all() and info["final_info"]["count"].tolist() == [8, 8, 8, 8]  # step 8: every row truncated
+
+
+class _BadInfo(ResetTerm):
+    supports_reset_selection = True
+
+    def __init__(self, kind: str) -> None:
+        self.kind, self.calls = kind, 0
+
+    def reset(self, env_ids: Any) -> None: ...
+
+    def info(self) -> dict[str, Any]:
+        self.calls += 1
+        if self.kind == "narrow":
+            return {"x": torch.zeros(3)}
+        if self.kind == "scalar":
+            return {"x": {"y": torch.zeros(())}}
+        return {"x": torch.zeros(4)} if self.calls % 2 else {"y": torch.zeros(4)}  # keys change every read
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("narrow", "reset term 'bad': info()['x'] must be full width, shape (num_envs=4, ...), got (3,)"),
+        ("scalar", "reset term 'bad': info()['x']['y'] must be full width, shape (num_envs=4, ...), got ()"),
+        (
+            "keys",
+            "reset term 'bad': info() must return the same keys every step (fixed keys), returned ['x'] after ['y']",
+        ),
+    ],
+)
+@pytest.mark.parametrize("mode", ["selected", "masked"])
+def test_term_info_contract_enforced_by_name(kind: str, message: str, mode: str) -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"bad": _BadInfo(kind)}, **MODES[mode])
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        for _ in range(3):
+            env.step(torch.zeros(4, 3))

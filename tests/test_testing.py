@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
-from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, reset_selection_capable
+from gym_graphreset import (
+    EpisodeStatistics,
+    FixedShapeAutoresetVectorEnv,
+    ResetSelection,
+    reset_selection_capable,
+    resolve_reset_mask,
+)
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import (
     assert_masked_matches_selected,
@@ -14,6 +22,8 @@ from gym_graphreset.testing import (
     ks_statistic,
     rollout,
 )
+
+from .conftest import ScriptedVectorEnv
 
 ACTIONS = [torch.full((8,), t % 2) for t in range(120)]
 
@@ -24,16 +34,16 @@ def test_passes_a_conforming_env() -> None:
 
 def test_fails_an_env_whose_masked_path_differs() -> None:
     def factory(flags):  # the masked configuration draws other resets: must be caught
-        return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, global_env_offset=1 if flags else 0), **flags)
+        return FixedShapeAutoresetVectorEnv(
+            CartPoleVectorEnv(8, global_env_offset=1 if flags["config"].masked else 0), **flags
+        )
 
     with pytest.raises(AssertionError, match="masked vs selected: obs differs at step 0"):
         assert_masked_matches_selected(factory, ACTIONS)
 
 
 def test_rollout_records_host_copies() -> None:
-    env = FixedShapeAutoresetVectorEnv(
-        CartPoleVectorEnv(8, max_episode_steps=5), masked_autoreset=True, defer_finite_validation=True
-    )
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, max_episode_steps=5), "masked")
     records = rollout(env, ACTIONS[:6])
     assert len(records) == 7 and "final_obs" in records[5]
     assert records[5]["final_obs"][()].shape == (8, 4)  # step 5: every row truncated
@@ -49,7 +59,7 @@ RANDOM = [torch.randint(0, 2, (64,), generator=torch.Generator().manual_seed(t))
 
 def _cartpole(max_steps_candidate: int = 500):
     def factory(flags):
-        steps = max_steps_candidate if flags else 500
+        steps = max_steps_candidate if flags["config"].masked else 500
         inner = CartPoleVectorEnv(64, max_episode_steps=steps)
         return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
 
@@ -112,3 +122,31 @@ def test_masked_entries_compared_on_their_rows_only() -> None:
     assert_masked_matches_selected(
         lambda flags: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8, max_episode_steps=5), **flags), ACTIONS
     )
+
+
+class _SharedGeneratorReset(ScriptedVectorEnv):
+    """Draws reset positions from one generator for all rows: the draws depend on how often reset is called."""
+
+    supports_reset_selection = True
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[torch.Tensor, dict]:
+        if seed is not None:
+            self.gen = torch.Generator().manual_seed(seed)
+        _, info = super().reset(seed=seed, options=options)
+        m = (options or {}).get("reset_mask")
+        mask = m.mask if isinstance(m, ResetSelection) else resolve_reset_mask(m, self.num_envs, self.device)
+        self.pos.copy_(torch.where(mask.unsqueeze(1), torch.randn(self.num_envs, 3, generator=self.gen), self.pos))
+        return self._obs(), info
+
+
+def test_a_difference_names_its_rows_and_likely_cause() -> None:
+    term = torch.zeros(6, 4, dtype=torch.bool)
+    term[1, 2] = True  # row 2 ends at the second step; nobody ends at the first
+
+    def factory(kwargs):
+        return FixedShapeAutoresetVectorEnv(_SharedGeneratorReset(4, term, torch.zeros_like(term)), **kwargs)
+
+    actions = [torch.zeros(4, 3)] * 4
+    message = r"masked vs selected: obs differs at step 2 in row\(s\) \[2\], which reset at this step"
+    with pytest.raises(AssertionError, match=message + r".*depends on which rows reset together"):
+        assert_masked_matches_selected(factory, actions)

@@ -4,6 +4,7 @@ deferred validation, publication ring and episode statistics."""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -22,6 +23,7 @@ from gym_graphreset import (
     InterruptedStepError,
     ResetSelection,
     ResetSelectionUnsupportedError,
+    StepConfig,
     fill_rows_,
     reset_selection_capable,
 )
@@ -31,6 +33,7 @@ from gym_graphreset.host_transitions import host_transition
 from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, needs_cuda, scripted_env
 
 MASKED = MODES["masked"]
+LEGACY_MASKED = {"masked_autoreset": True, "defer_finite_validation": True}  # earlier releases' keywords
 
 
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: list[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
@@ -157,7 +160,7 @@ def test_matches_gymnasium_record_episode_statistics() -> None:
 def test_cartpole_paths_identical(mode: str, device: torch.device) -> None:
     """CartPole through every mode returns exactly what the selected-row path returns (CPU and CUDA)."""
     if mode in GRAPH_MODES and device.type != "cuda":
-        pytest.skip("graph modes need CUDA (their refusal on the CPU is tested in test_invalid_flag_combinations)")
+        pytest.skip("graph modes need CUDA (their refusal on the CPU is tested in test_graph_preset_needs_a_cuda_env)")
     n, steps = 16, 400
     gen = torch.Generator().manual_seed(1)
     actions = [torch.randint(0, 2, (n,), generator=gen).to(device) for _ in range(steps)]
@@ -273,27 +276,85 @@ def test_step_before_reset() -> None:
 
 
 @pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"reset_path": "masked", "validation": "immediate"},
+            "`reset_path='masked'` needs `validation='deferred'`",
+        ),
+        ({"reset_path": "selected", "graph": "step"}, "`graph='step'` resets through the mask"),
+        ({"graph": "reset", "persistent_buffers": False}, "it needs `persistent_buffers=True`"),
+        ({"graph": "all"}, "`graph` must be one of (None, 'reset', 'step'), got 'all'"),
+        ({"reset_path": "ids"}, "`reset_path` must be one of (None, 'selected', 'masked'), got 'ids'"),
+        ({"persistent_buffers": 1}, "`persistent_buffers` must be None or a bool, got 1"),
+        ({"published_buffer_depth": 0}, "`published_buffer_depth` must be an int >= 1, got 0"),
+        ({"validation_poll_interval": 0}, "`validation_poll_interval` must be an int >= 1, got 0"),
+        ({"capture_mode": "local"}, "`capture_mode` must be one of"),
+        ({"graph_warmup": -1}, "`graph_warmup` must be an int >= 0, got -1"),
+    ],
+)
+def test_invalid_configurations_refused_by_field(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        StepConfig(**fields)
+
+
+@pytest.mark.parametrize("preset", ["reset_graph", "step_graph"])
+def test_graph_preset_needs_a_cuda_env(preset: str) -> None:
+    with pytest.raises(
+        ValueError, match=re.escape(f"`graph='{preset[:-6]}'` needs a CUDA env, but the env is on device cpu")
+    ):
+        FixedShapeAutoresetVectorEnv(scripted_env(2, 3), preset)
+
+
+def test_a_graph_implies_the_masked_path_and_persistent_buffers() -> None:
+    cfg = StepConfig(graph="step")
+    assert (cfg.reset_path, cfg.persistent_buffers, cfg.validation) == ("masked", True, "deferred")
+    assert StepConfig().reset_path == "selected" and StepConfig().validation == "immediate"
+
+
+@pytest.mark.parametrize(
     ("flags", "message"),
     [
         ({"masked_autoreset": True}, "`masked_autoreset=True` requires `defer_finite_validation=True`"),
         ({"autoreset_cuda_graph": True}, "`autoreset_cuda_graph=True` requires `masked_autoreset=True`"),
-        ({**MASKED, "autoreset_cuda_graph": True}, "persistent_step_buffers=False"),
+        ({**LEGACY_MASKED, "autoreset_cuda_graph": True}, "persistent_step_buffers=False"),
         (
-            {**MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
-            "`autoreset_cuda_graph=True` needs a CUDA env, but the env is on device cpu",
+            {**LEGACY_MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
+            "`graph='reset'` needs a CUDA env, but the env is on device cpu",
         ),
         ({"cuda_graph_scope": "step"}, "`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`"),
         ({"cuda_graph_scope": "all"}, "`cuda_graph_scope` must be 'reset' or 'step', got 'all'"),
-        ({"published_buffer_depth": 0}, "`published_buffer_depth` must be an int >= 1, got 0"),
-        ({"validation_poll_interval": 0}, "`validation_poll_interval` must be an int >= 1, got 0"),
         ({"autoreset_graph_capture_mode": "local"}, "`autoreset_graph_capture_mode` must be one of"),
         ({"autoreset_graph_warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0, got -1"),
         ({"masked_autoreset": 1}, "`masked_autoreset` must be a bool, got 1"),
     ],
 )
-def test_invalid_flag_combinations(flags: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
+def test_legacy_keywords_still_refused_by_name(flags: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)), pytest.warns(DeprecationWarning):
         FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **flags)
+
+
+@pytest.mark.parametrize("preset", ["selected", "masked", "masked_persistent"])
+def test_legacy_keywords_map_onto_the_preset_with_a_warning(preset: str) -> None:
+    old = {
+        "selected": {"defer_finite_validation": False},
+        "masked": LEGACY_MASKED,
+        "masked_persistent": {**LEGACY_MASKED, "persistent_step_buffers": True},
+    }[preset]
+    with pytest.warns(DeprecationWarning, match="pass `config=` a preset name or a StepConfig"):
+        env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **old, published_buffer_depth=3)
+    assert env.config == StepConfig.preset(preset, published_buffer_depth=3)  # type: ignore[arg-type]
+
+
+def test_runtime_keywords_and_presets_need_no_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), "masked_persistent", published_buffer_depth=4)
+    assert env.config.published_buffer_depth == 4 and env.config.reset_path == "masked"
+    env.validation_poll_interval = 7
+    assert env.config.validation_poll_interval == 7
+    with pytest.raises(TypeError, match=re.escape("pass ['reset_path'] in `config=StepConfig(...)`")):
+        FixedShapeAutoresetVectorEnv(scripted_env(2, 3), reset_path="masked")
 
 
 def test_next_step_inner_env_refused() -> None:
@@ -318,7 +379,7 @@ def test_same_step_inner_env_passes_through() -> None:
     inner = gym.make_vec(
         "CartPole-v1", 2, vectorization_mode="sync", vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP}
     )
-    with pytest.raises(ValueError, match="`masked_autoreset=True` needs an inner env with AutoresetMode.DISABLED"):
+    with pytest.raises(ValueError, match="`reset_path='masked'` needs an inner env with AutoresetMode.DISABLED"):
         FixedShapeAutoresetVectorEnv(NumpyToTorch(inner), **MASKED)
     term = torch.tensor([[False, False], [True, False], [False, False]])
     ep = EpisodeStatistics()
@@ -476,8 +537,9 @@ def test_pending_failure_raised_at_reset() -> None:
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_ring_keeps_published_values_for_depth_steps(depth: int) -> None:
-    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
-    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 30, p_done=0.3), **flags)
+    env = FixedShapeAutoresetVectorEnv(
+        scripted_env(3, 30, p_done=0.3), "masked_persistent", published_buffer_depth=depth
+    )
     env.reset(seed=0)
     held: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
     ptrs = []
@@ -529,8 +591,9 @@ def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -
 def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
     """A ``reset()`` between steps publishes without shortening any publication's lifetime: what step t
     (or a reset after it) returned is unchanged through step t + depth - 1."""
-    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
-    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 40, p_done=0.2), **flags)
+    env = FixedShapeAutoresetVectorEnv(
+        scripted_env(3, 40, p_done=0.2), "masked_persistent", published_buffer_depth=depth
+    )
     env.reset(seed=0)
     held: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (steps done when published, obs, its copy)
     for t in range(10):

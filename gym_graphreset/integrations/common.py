@@ -56,7 +56,7 @@ def check_same_step(env: VectorEnv, adapter: str, min_ring_depth: int) -> None:
         )
     if (
         isinstance(env, FixedShapeAutoresetVectorEnv)
-        and env.config.persistent_step_buffers
+        and env.config.persistent_buffers
         and env.config.published_buffer_depth < min_ring_depth
     ):
         raise ValueError(

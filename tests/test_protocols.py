@@ -1,0 +1,75 @@
+"""The five contracts: ResetTerm's no-op hooks are not called, hooks are found once, old names still import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from gym_graphreset import GraphParticipant, ResetTerm, StepData
+from gym_graphreset.protocols import check_participant, hook, roles
+from gym_graphreset.selection import declares
+
+
+class _Counter(ResetTerm):
+    def reset(self, env_ids: Any) -> None: ...
+
+    def on_step(self, step: StepData) -> None: ...
+
+
+class _Plain:  # duck-typed, no base class
+    def reset(self, env_ids: Any) -> None: ...
+
+    def info(self) -> dict[str, Any]:
+        return {}
+
+
+def test_only_overridden_hooks_are_roles() -> None:
+    assert roles(_Counter()) == ["reset", "on_step"]
+    assert roles(_Plain()) == ["reset", "info"]
+    assert hook(_Counter(), "info") is None and hook(_Counter(), "on_step") is not None
+
+
+def test_graph_participant_defaults_are_not_hooks() -> None:
+    class Holder(GraphParticipant):
+        def capture_buffers(self) -> tuple[torch.Tensor, ...]:
+            return (torch.zeros(1),)
+
+    assert roles(Holder()) == ["capture_buffers"]
+    assert list(GraphParticipant().capture_buffers()) == [] and GraphParticipant().torch_generators() == []
+
+
+@pytest.mark.parametrize("hook_name", ["bind", "on_step", "add_checks"])
+def test_arity_comes_from_the_declared_signature(hook_name: str) -> None:
+    term = type("T", (ResetTerm,), {"reset": lambda self, rows: None, hook_name: lambda self, a, b: None})()
+    with pytest.raises(TypeError, match=f"t.{hook_name} must take 1 positional argument"):
+        check_participant("t", term, term=True)
+
+
+class _Stepper:
+    supports_step_capture = True
+
+    def step(self, actions: Any) -> None: ...
+
+
+class _Overrides(_Stepper):
+    def step(self, actions: Any) -> None: ...
+
+
+class _Inherits(_Stepper):
+    pass
+
+
+def test_one_capability_rule_for_step_capture_and_reset_selection() -> None:
+    assert declares(_Stepper(), "step_capture") and declares(_Inherits(), "step_capture")
+    assert not declares(_Overrides(), "step_capture")  # overrides step without re-declaring
+    assert not declares(_Stepper(), "reset_selection")
+
+
+@pytest.mark.parametrize("old", ["StepObserver", "InfoProvider", "CheckProvider", "CaptureParticipant"])
+def test_folded_contract_names_still_import_with_a_warning(old: str) -> None:
+    import gym_graphreset
+
+    with pytest.warns(DeprecationWarning, match=f"{old} is now part of"):
+        assert getattr(gym_graphreset, old) in (ResetTerm, GraphParticipant)
