@@ -385,6 +385,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise RuntimeError("call reset() before step()")
         space, read_values = self.single_action_space, not self.config.defer_finite_validation
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
+        index = self.host_step + 1
         try:
             out = self._executor(actions)
             self.host_step += 1
@@ -393,7 +394,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             if read_values or self.host_step % self.config.validation_poll_interval == 0:
                 self.poll_finite_validation()
         except BaseException as exc:
-            self._fail_closed(f"step() {self.host_step + 1}", exc)
+            self._fail_closed(f"step() {index}", exc)
             raise
         obs, reward, terminated, truncated, info = out
         return obs, reward, terminated, truncated, dict(info)

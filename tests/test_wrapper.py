@@ -775,10 +775,14 @@ class _FaultyHostTerm(_FaultyTerm):
     ],
 )
 @pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
-def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, exc: type[BaseException]) -> None:
-    """Whole-step CUDA graph: a term raising during warm-up, capture or replay leaves no half-captured graph
-    and no capture in progress; the next step refuses naming what was interrupted; a full reset() recovers,
-    the graph is captured (again, if the capture failed) and the outputs match a clean run's."""
+@pytest.mark.parametrize("mode", ["step_graph", "reset_graph"])
+def test_interrupted_step_under_a_cuda_graph(
+    mode: str, when: str, hook: str, step: int, exc: type[BaseException]
+) -> None:
+    """Whole-step (and reset-body) CUDA graph: a term raising during warm-up, capture or replay leaves no
+    half-captured graph and no capture in progress; the next step refuses naming what was interrupted; a
+    full reset() recovers, the graph is captured (again, if the capture failed) and the outputs match a
+    clean run's."""
     n, steps = 8, 40
     term = torch.zeros(steps, n, dtype=torch.bool)
     term[2::3, 1] = True
@@ -788,7 +792,7 @@ def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, 
         faulty = _FaultyHostTerm()
         inner = ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool), device="cuda")
         terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n, "cuda")}
-        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES["step_graph"]), faulty
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES[mode]), faulty
 
     env, faulty = make()
     clean, _ = make()
