@@ -59,10 +59,18 @@ class InterruptedStepError(RuntimeError):
     """
 
 
-def _interruption(call: str, exc: BaseException) -> str:
-    """What was interrupted and by what, for the refusal of the next step."""
+def _interruption(call: str, exc: BaseException, parts: Participants) -> str:
+    """What was interrupted, by what and where (the innermost participant in the traceback), for the refusal."""
+    labels = {id(t): f"reset term {n!r}" for n, t in parts.terms.items()}
+    labels.update((id(e), n) for n, e in parts.chain)
+    where, last, tb = "", None, exc.__traceback__
+    while tb is not None:  # the innermost participant, at the method the caller entered it by
+        owner = tb.tb_frame.f_locals.get("self")
+        if id(owner) in labels and owner is not last:
+            where, last = f" in {labels[id(owner)]}.{tb.tb_frame.f_code.co_name}()", owner
+        tb = tb.tb_next
     detail = f": {exc}" if str(exc) else ""
-    return f"{call} was interrupted by {type(exc).__name__}{detail}"
+    return f"{call} was interrupted{where} by {type(exc).__name__}{detail}"
 
 
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
@@ -336,7 +344,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def _fail_closed(self, call: str, exc: BaseException) -> None:
         """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
         if exc is not self._failed:
-            self._interrupted = _interruption(call, exc)
+            self._interrupted = _interruption(call, exc, self._parts)
             self._needs_reset = True
 
     def _reset(

@@ -676,9 +676,11 @@ def test_interrupted_step_or_reset_fails_closed_until_a_full_reset(
         else:
             env.reset(options={"reset_mask": [1, 2]})
     call = "step\\(\\) 4" if trigger == "step" else "reset\\(\\)"
-    for _ in range(2):  # and keeps refusing
+    where = f"reset term 'faulty'.{hook}" if who == "term" else f"_FaultyInner.{hook}"
+    for _ in range(2):  # and keeps refusing, naming the step and the participant that raised
         with pytest.raises(
-            InterruptedStepError, match=f"{call} was interrupted by {exc.__name__}: .*broke.*reset\\(\\)"
+            InterruptedStepError,
+            match=f"{call} was interrupted in {re.escape(where)}\\(\\) by {exc.__name__}: .*broke.*reset\\(\\)",
         ):
             env.step(actions[4])
     with pytest.raises(ValueError, match=re.escape("`options['reset_mask']` must cover every row here")):
@@ -809,7 +811,10 @@ def test_interrupted_step_under_a_cuda_graph(
     assert graph is not None
     if when == "capture":
         assert not graph.captured and graph.captures == 0  # nothing half-captured is kept
-    with pytest.raises(InterruptedStepError, match=f"step\\(\\) {step} was interrupted by {exc.__name__}"):
+    with pytest.raises(
+        InterruptedStepError,
+        match=f"step\\(\\) {step} was interrupted in reset term 'faulty'\\.\\w+\\(\\) by {exc.__name__}",
+    ):
         env.step(actions[step])
     env.reset(seed=1)
     clean.reset(seed=1)
