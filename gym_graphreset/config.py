@@ -72,7 +72,8 @@ class AutoresetConfig:
         defer_finite_validation: Latch checks on the device, poll every ``validation_poll_interval`` steps.
         validation_poll_interval: Steps between polls in deferred mode (>= 1).
         persistent_step_buffers: Fixed-address carriers, published through a ring.
-        published_buffer_depth: What step ``t`` returned stays unchanged through step ``t + depth - 1``.
+        published_buffer_depth: What step ``t`` (or a reset after it) returned stays unchanged through step
+            ``t + depth - 1`` (1 to 65,536; slots are made on first use).
         autoreset_cuda_graph: Capture the reset body or the whole step as one CUDA graph. Requires
             ``masked_autoreset`` and ``persistent_step_buffers`` (and a CUDA env, checked by the wrapper).
         autoreset_graph_warmup: Eager steps before the capture (>= 0).
