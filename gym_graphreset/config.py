@@ -115,7 +115,8 @@ class StepConfig:
             or ``None``. Needs the masked path, and no ``"reset"`` graph (use ``"step"``).
         validation_poll_interval: Steps between polls with deferred validation (>= 1); may be changed
             between steps (``env.validation_poll_interval``).
-        published_buffer_depth: What step ``t`` returned stays unchanged through step ``t + depth - 1``.
+        published_buffer_depth: What step ``t`` (or a reset after it) returned stays unchanged through step
+            ``t + depth - 1`` (1 to 65,536; slots are made on first use).
         graph_warmup: Eager steps before the capture (>= 0; >= 2 with ``compile`` and the step graph).
         capture_mode: CUDA stream capture mode, for torch and warp alike.
     """

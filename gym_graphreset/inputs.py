@@ -7,6 +7,7 @@ except where the configuration does not defer validation (the values are then re
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -23,6 +24,7 @@ __all__ = [
     "check_device",
     "check_env_counts",
     "check_positive_int",
+    "check_real",
     "check_actions",
     "check_process_group",
     "check_reset_options",
@@ -175,6 +177,19 @@ def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = I
     if value > maximum:
         raise ValueError(f"`{name}` must be <= {maximum}, got {value!r}")
     return int(value)
+
+
+def check_real(
+    name: str, value: Any, *, low: float = -math.inf, high: float = math.inf, low_open: bool = False
+) -> float:
+    """A real number (not a bool, not NaN) in ``[low, high]`` (``(low, high]`` with ``low_open``), by ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"`{name}` must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if math.isnan(value) or value > high or value < low or (low_open and value == low):
+        bounds = f"{'(' if low_open else '['}{low}, {high}]"
+        raise ValueError(f"`{name}` must lie in {bounds}, got {value!r}")
+    return value
 
 
 def check_env_counts(num_envs: Any, max_episode_steps: Any, global_env_offset: Any) -> tuple[int, int, int]:

@@ -178,10 +178,7 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
         )
     x = x.to(device)
     if x.dtype == torch.uint8:
-        raise TypeError(
-            "`reset_mask` of dtype uint8 is ambiguous (torch indexes with it as a mask, numpy as row ids): "
-            "pass a bool mask (`mask.bool()`) or integer row ids (`ids.long()`)"
-        )
+        raise TypeError(_UINT8_AMBIGUOUS)
     if x.dtype == torch.bool:
         if x.shape != (num_envs,):
             raise ValueError(f"a bool reset mask must have shape ({num_envs},), got {tuple(x.shape)}")
@@ -204,7 +201,15 @@ def _numpy_to_tensor(x: np.ndarray) -> torch.Tensor:
     return torch.tensor(np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("=")))  # a copy: read-only is fine
 
 
+_UINT8_AMBIGUOUS = (
+    "`reset_mask` of dtype uint8 is ambiguous (torch indexes with it as a mask, numpy as row ids): "
+    "pass a bool mask (`mask.bool()`) or integer row ids (`ids.long()`)"
+)
+
+
 def _list_to_tensor(values: list[Any] | tuple[Any, ...]) -> torch.Tensor:
+    if any(isinstance(v, np.uint8) for v in values):
+        raise TypeError(_UINT8_AMBIGUOUS)
     kinds = {
         "bool" if isinstance(v, (bool, np.bool_)) else "int" if isinstance(v, (int, np.integer)) else "other"
         for v in values

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import torch
 
+from gym_graphreset.inputs import MAX_NUM_ENVS, check_positive_int
 from gym_graphreset.protocols import ResetTerm, Rows, StepData
 from gym_graphreset.selection import fill_rows_, reset_selection_capable
 
@@ -46,7 +47,9 @@ class EpisodeStatistics(ResetTerm):
         self.rewards = rewards
         self._allocated = False
         if num_envs is not None:
-            self._allocate(num_envs, torch.device(device or "cpu"))
+            self._allocate(
+                check_positive_int("num_envs", num_envs, maximum=MAX_NUM_ENVS), torch.device(device or "cpu")
+            )
 
     def _allocate(self, num_envs: int, device: torch.device) -> None:
         self.running_return = torch.zeros(num_envs, dtype=torch.float32, device=device)

@@ -58,10 +58,18 @@ class InterruptedStepError(RuntimeError):
     """
 
 
-def _interruption(call: str, exc: BaseException) -> str:
-    """What was interrupted and by what, for the refusal of the next step."""
+def _interruption(call: str, exc: BaseException, parts: Participants) -> str:
+    """What was interrupted, by what and where (the innermost participant in the traceback), for the refusal."""
+    labels = {id(t): f"reset term {n!r}" for n, t in parts.terms.items()}
+    labels.update((id(e), n) for n, e in parts.chain)
+    where, last, tb = "", None, exc.__traceback__
+    while tb is not None:  # the innermost participant, at the method the caller entered it by
+        owner = tb.tb_frame.f_locals.get("self")
+        if id(owner) in labels and owner is not last:
+            where, last = f" in {labels[id(owner)]}.{tb.tb_frame.f_code.co_name}()", owner
+        tb = tb.tb_next
     detail = f": {exc}" if str(exc) else ""
-    return f"{call} was interrupted by {type(exc).__name__}{detail}"
+    return f"{call} was interrupted{where} by {type(exc).__name__}{detail}"
 
 
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
@@ -344,7 +352,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def _fail_closed(self, call: str, exc: BaseException) -> None:
         """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
         if exc is not self._failed:
-            self._interrupted = _interruption(call, exc)
+            self._interrupted = _interruption(call, exc, self._parts)
             self._needs_reset = True
 
     def _reset(
@@ -381,6 +389,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise RuntimeError("call reset() before step()")
         space, read_values = self.single_action_space, not self.config.deferred
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
+        index = self.host_step + 1
         try:
             static = self._inputs.take(actions)  # the step graph's static input (as given without one)
             out = self._step_runner(lambda: self._body(static))
@@ -390,7 +399,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             if read_values or self.host_step % self.config.validation_poll_interval == 0:
                 self.poll_finite_validation()
         except BaseException as exc:
-            self._fail_closed(f"step() {self.host_step + 1}", exc)
+            self._fail_closed(f"step() {index}", exc)
             raise
         obs, reward, terminated, truncated, info = out
         return obs, reward, terminated, truncated, dict(info)

@@ -10,6 +10,7 @@ participants in the reset negotiation, and their state is device tensors updated
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.inputs import env_device
+from gym_graphreset.inputs import check_real, env_device
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.selection import options_reset_mask
 from gym_graphreset.validation import finite_rows
@@ -96,6 +97,10 @@ class NormalizeObservation(_TorchVectorWrapper):
 
     def __init__(self, env: VectorEnv, epsilon: float = 1e-8, clip: float = 10.0, update: bool = True) -> None:
         super().__init__(env)
+        epsilon = check_real("epsilon", epsilon, low=0.0, high=math.inf, low_open=True)
+        clip = check_real("clip", clip, low=0.0, low_open=True)
+        if not isinstance(update, bool):
+            raise TypeError(f"`update` must be a bool, got {update!r}")
         shape = _box(env.single_observation_space, "NormalizeObservation").shape
         self.mean = torch.zeros(shape, dtype=torch.float64, device=self.device)
         self.var = torch.ones(shape, dtype=torch.float64, device=self.device)
@@ -175,6 +180,8 @@ class ClipReward(_RewardWrapper):
 
     def __init__(self, env: VectorEnv, min_reward: float | None = None, max_reward: float | None = None) -> None:
         super().__init__(env)
+        min_reward = None if min_reward is None else check_real("min_reward", min_reward)
+        max_reward = None if max_reward is None else check_real("max_reward", max_reward)
         if min_reward is None and max_reward is None:
             raise ValueError("ClipReward needs `min_reward` or `max_reward` (both None clips nothing)")
         if min_reward is not None and max_reward is not None and min_reward > max_reward:
@@ -222,7 +229,8 @@ class NormalizeReward(_RewardWrapper):
 
     def __init__(self, env: VectorEnv, gamma: float = 0.99, epsilon: float = 1e-8) -> None:
         super().__init__(env)
-        self.gamma, self.epsilon = gamma, epsilon
+        self.gamma = check_real("gamma", gamma, low=0.0, high=1.0)
+        self.epsilon = epsilon = check_real("epsilon", epsilon, low=0.0, low_open=True)
         self.returns = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
         self.var = torch.ones((), dtype=torch.float64, device=self.device)
         self.mean = torch.zeros((), dtype=torch.float64, device=self.device)
@@ -264,6 +272,7 @@ class RescaleAction(_TorchVectorWrapper):
 
     def __init__(self, env: VectorEnv, min_action: float = -1.0, max_action: float = 1.0) -> None:
         super().__init__(env)
+        min_action, max_action = check_real("min_action", min_action), check_real("max_action", max_action)
         if not min_action < max_action:
             raise ValueError(f"`min_action` must be < `max_action`, got {min_action} and {max_action}")
         space = _box(env.single_action_space, "RescaleAction")
@@ -283,6 +292,9 @@ class ClipObservation(_TorchVectorWrapper):
 
     def __init__(self, env: VectorEnv, low: float, high: float) -> None:
         super().__init__(env)
+        low, high = check_real("low", low), check_real("high", high)
+        if low > high:
+            raise ValueError(f"`low` must be <= `high`, got {low} and {high}")
         self.low, self.high = low, high
         shape = env.single_observation_space.shape
         self.single_observation_space = spaces.Box(low, high, shape, np.float32)

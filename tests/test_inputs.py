@@ -253,6 +253,11 @@ BAD_RESETS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
         TypeError,
         "`reset_mask` of dtype uint8 is ambiguous",
     ),
+    "list of numpy uint8": (
+        {"options": {"reset_mask": list(np.array([1, 0, 1, 0], dtype=np.uint8))}},
+        TypeError,
+        "`reset_mask` of dtype uint8 is ambiguous",
+    ),
     "numpy object array": (
         {"options": {"reset_mask": np.array([True, None, True, False])}},
         TypeError,

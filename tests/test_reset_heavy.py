@@ -84,3 +84,10 @@ def test_reset_heavy_steps_are_sync_free_on_gpu(mode: str) -> None:
             print(f"reset-heavy {mode} {name}: {assert_sync_free(half, steps=1)}")
     syncs, where = count_host_syncs(lambda: [env.step(a) for _ in range(8)])
     assert syncs == 0, where
+
+
+@pytest.mark.parametrize("prob", [-0.1, 1.5, float("nan")])
+def test_early_reset_prob_outside_0_1_refused_by_name(prob: float) -> None:
+    """A probability outside [0, 1] is refused at construction, before any warp work."""
+    with pytest.raises(ValueError, match="`early_reset_prob` must lie in"):
+        ResetHeavyHalfCheetahEnv(4, device="cpu", early_reset_prob=prob)

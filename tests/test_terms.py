@@ -182,3 +182,9 @@ def test_a_collected_env_releases_its_terms() -> None:
     FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep})
     gc.collect()
     FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep})
+
+
+@pytest.mark.parametrize(("num_envs", "error"), [(0, ValueError), (2**31, ValueError), (2.5, TypeError)])
+def test_episode_statistics_num_envs_refused_by_name(num_envs: object, error: type[Exception]) -> None:
+    with pytest.raises(error, match="`num_envs` must be"):
+        EpisodeStatistics(num_envs=num_envs)  # type: ignore[arg-type]

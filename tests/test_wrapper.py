@@ -739,9 +739,11 @@ def test_interrupted_step_or_reset_fails_closed_until_a_full_reset(
         else:
             env.reset(options={"reset_mask": [1, 2]})
     call = "step\\(\\) 4" if trigger == "step" else "reset\\(\\)"
-    for _ in range(2):  # and keeps refusing
+    where = f"reset term 'faulty'.{hook}" if who == "term" else f"_FaultyInner.{hook}"
+    for _ in range(2):  # and keeps refusing, naming the step and the participant that raised
         with pytest.raises(
-            InterruptedStepError, match=f"{call} was interrupted by {exc.__name__}: .*broke.*reset\\(\\)"
+            InterruptedStepError,
+            match=f"{call} was interrupted in {re.escape(where)}\\(\\) by {exc.__name__}: .*broke.*reset\\(\\)",
         ):
             env.step(actions[4])
     with pytest.raises(ValueError, match=re.escape("`options['reset_mask']` must cover every row here")):
@@ -838,10 +840,14 @@ class _FaultyHostTerm(_FaultyTerm):
     ],
 )
 @pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
-def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, exc: type[BaseException]) -> None:
-    """Whole-step CUDA graph: a term raising during warm-up, capture or replay leaves no half-captured graph
-    and no capture in progress; the next step refuses naming what was interrupted; a full reset() recovers,
-    the graph is captured (again, if the capture failed) and the outputs match a clean run's."""
+@pytest.mark.parametrize("mode", ["step_graph", "reset_graph"])
+def test_interrupted_step_under_a_cuda_graph(
+    mode: str, when: str, hook: str, step: int, exc: type[BaseException]
+) -> None:
+    """Whole-step (and reset-body) CUDA graph: a term raising during warm-up, capture or replay leaves no
+    half-captured graph and no capture in progress; the next step refuses naming what was interrupted; a
+    full reset() recovers, the graph is captured (again, if the capture failed) and the outputs match a
+    clean run's."""
     n, steps = 8, 40
     term = torch.zeros(steps, n, dtype=torch.bool)
     term[2::3, 1] = True
@@ -851,7 +857,7 @@ def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, 
         faulty = _FaultyHostTerm()
         inner = ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool), device="cuda")
         terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n, "cuda")}
-        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES["step_graph"]), faulty
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES[mode]), faulty
 
     env, faulty = make()
     clean, _ = make()
@@ -868,7 +874,10 @@ def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, 
     assert graph is not None
     if when == "capture":
         assert not graph.captured and graph.captures == 0  # nothing half-captured is kept
-    with pytest.raises(InterruptedStepError, match=f"step\\(\\) {step} was interrupted by {exc.__name__}"):
+    with pytest.raises(
+        InterruptedStepError,
+        match=f"step\\(\\) {step} was interrupted in reset term 'faulty'\\.\\w+\\(\\) by {exc.__name__}",
+    ):
         env.step(actions[step])
     env.reset(seed=1)
     clean.reset(seed=1)

@@ -191,3 +191,29 @@ def test_normalize_observation_latches_non_finite_obs_frozen_or_not(mode: str, u
     env.reset(seed=0)  # a full reset recovers, and nothing stale is reported after it
     env.step(torch.zeros(4, 3))
     env.poll_finite_validation()
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda env: NormalizeObservation(env, epsilon=0.0), ValueError, "`epsilon` must lie in (0.0, inf], got 0.0"),
+        (lambda env: NormalizeObservation(env, clip=-1.0), ValueError, "`clip` must lie in (0.0, inf], got -1.0"),
+        (lambda env: NormalizeObservation(env, clip=float("nan")), ValueError, "`clip` must lie in"),
+        (lambda env: NormalizeObservation(env, update=1), TypeError, "`update` must be a bool, got 1"),
+        (lambda env: NormalizeReward(env, gamma=1.5), ValueError, "`gamma` must lie in [0.0, 1.0], got 1.5"),
+        (lambda env: NormalizeReward(env, epsilon=-1e-8), ValueError, "`epsilon` must lie in (0.0, inf]"),
+        (lambda env: NormalizeReward(env, gamma="0.9"), TypeError, "`gamma` must be a real number, got '0.9'"),
+        (lambda env: ClipObservation(env, 1.0, -1.0), ValueError, "`low` must be <= `high`, got 1.0 and -1.0"),
+        (lambda env: ClipObservation(env, float("nan"), 1.0), ValueError, "`low` must lie in"),
+        (lambda env: RescaleAction(env, float("nan"), 1.0), ValueError, "`min_action` must lie in"),
+        (
+            lambda env: __import__("gym_graphreset.wrappers").wrappers.ClipReward(env, float("nan")),
+            ValueError,
+            "`min_reward` must lie in",
+        ),
+    ],
+)
+def test_numeric_wrapper_arguments_refused_by_name(make, error: type[Exception], message: str) -> None:
+    """Out-of-range or NaN numeric settings are refused at construction, naming the argument."""
+    with pytest.raises(error, match=re.escape(message)):
+        make(scripted_env(2, 4))

@@ -25,6 +25,7 @@ from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.mujoco_tasks import HalfCheetahEnv
 from gym_graphreset.host_transitions import host_transition
+from gym_graphreset.inputs import check_real
 from gym_graphreset.rng import counter_uniform
 from gym_graphreset.selection import ResetSelection, assign_rows_, fill_rows_, resolve_reset_mask
 
@@ -65,6 +66,7 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
     def __init__(
         self, num_envs: int, *, max_episode_steps: int = 200, early_reset_prob: float = 0.02, **kwargs: Any
     ) -> None:
+        early_reset_prob = check_real("early_reset_prob", early_reset_prob, low=0.0, high=1.0)
         super().__init__(num_envs, max_episode_steps=max_episode_steps, **kwargs)
         import warp as wp
 
