@@ -4,6 +4,7 @@
     python examples/ppo_continuous.py --env-id gym_graphreset/InvertedPendulum-v5 --num-envs 64 \
         --total-timesteps 60000 --device cpu
     torchrun --nproc_per_node=2 examples/ppo_continuous.py --num-envs 4096   # 4096 envs per rank, DDP
+    python examples/ppo_continuous.py --preset mjlab-go1 --num-envs 4096 --time-limit-s 150 --device cuda
 
 What differs from CleanRL's ppo_continuous_action.py, and why:
 - Rollout storage lives on the env's device and the env step has no host sync (masked autoreset, and on
@@ -18,6 +19,12 @@ What differs from CleanRL's ppo_continuous_action.py, and why:
   CleanRL's scripts treat truncation as termination; rsl_rl bootstraps with V(s_t) instead of
   V(s_{t+1}); both bias the value target.
 - Observations are normalised with running statistics updated from each rollout (on the device).
+- Dict observations with ``policy`` and ``critic`` groups train an asymmetric actor-critic: the actor
+  reads ``policy``, the critic ``critic`` (both normalised).
+- ``--preset mjlab-go1`` sets mjlab's Go1 PPO settings (rsl_rl, ``config/go1/rl_cfg.py``): 24 steps per
+  env, 5 epochs x 4 minibatches, lr 1e-3 with the adaptive KL schedule (target 0.01), entropy 0.01,
+  512-256-128 ELU networks, random initial episode lengths. It logs the velocity-tracking rewards and the
+  episode length against wall-clock time, as mjlab's logger computes them, to a JSON file.
 - Under ``torchrun`` every rank steps its own share of one population (``global_env_offset``), gradients
   are all-reduced by DDP, and the logged statistics by one collective per log line.
 """
@@ -26,7 +33,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +81,34 @@ class Args:
     compile: bool = False  # torch.compile the minibatch loss before capturing the update
     out: str = "runs"
     log_every: int = 10
+    preset: str = ""  # "mjlab-go1": the settings below from mjlab's Go1 PPO config (explicit flags win)
+    hidden_dims: str = ""  # e.g. "512,256,128" (default: two layers of --hidden)
+    desired_kl: float = 0.0  # > 0: rsl_rl's adaptive learning rate toward this KL (replaces --anneal-lr)
+    random_initial_elapsed: bool = False  # start episodes at random steps (rsl_rl's init_at_random_ep_len)
+    max_episode_steps: int = 0  # > 0: the env's truncation horizon (0: the task's own)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "mjlab-go1": {
+        "env_id": "gym_graphreset/Go1-Velocity-Flat-v0",
+        "num_steps": 24,
+        "learning_rate": 1e-3,
+        "anneal_lr": False,
+        "desired_kl": 0.01,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "num_minibatches": 4,
+        "update_epochs": 5,
+        "clip_coef": 0.2,
+        "ent_coef": 0.01,
+        "vf_coef": 2.0,  # rsl_rl's value_loss_coef 1.0 on an un-halved squared error; this loss halves it
+        "max_grad_norm": 1.0,
+        "hidden_dims": "512,256,128",
+        "random_initial_elapsed": True,
+        "log_every": 5,
+    }
+}
+"""Named sets of defaults for ``--preset``; flags given on the command line override them."""
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -89,6 +126,11 @@ def parse_args(argv: list[str] | None = None) -> Args:
         else:
             kind = {"int": int, "float": float, "str": str}[str(f.type)]
             parser.add_argument(flag, type=kind, default=f.default, help=f"(default: {f.default})")
+    preset = parser.parse_args(argv).preset
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"`--preset` must be one of {sorted(PRESETS)}, got {preset!r}")
+        parser.set_defaults(**PRESETS[preset])
     return Args(**vars(parser.parse_args(argv)))
 
 
@@ -123,22 +165,39 @@ def layer(i: int, o: int, std: float = 2**0.5) -> nn.Linear:
     return lin
 
 
-class Agent(nn.Module):
-    """Separate actor and critic MLPs; a state-independent log-std."""
+def mlp(i: int, hidden: tuple[int, ...], o: int, out_std: float) -> nn.Sequential:
+    dims, mods = (i, *hidden), []
+    for a, b in itertools.pairwise(dims):
+        mods += [layer(a, b), nn.ELU()]
+    return nn.Sequential(*mods, layer(dims[-1], o, out_std))
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: int) -> None:
+
+def flat_obs(obs: Any) -> torch.Tensor:
+    """One tensor per row: a Box observation as it is, a ``policy``/``critic`` dict side by side."""
+    return torch.cat((obs["policy"], obs["critic"]), dim=1) if isinstance(obs, dict) else obs
+
+
+class Agent(nn.Module):
+    """Separate actor and critic MLPs; a state-independent log-std.
+
+    With ``actor_dim`` set (a dict observation flattened by :func:`flat_obs`), the actor reads the first
+    ``actor_dim`` columns (``policy``) and the critic the rest (``critic``): an asymmetric actor-critic.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: tuple[int, ...], actor_dim: int | None = None) -> None:
         super().__init__()
         self.norm = RunningNorm(obs_dim)
-        self.critic = nn.Sequential(
-            layer(obs_dim, hidden), nn.ELU(), layer(hidden, hidden), nn.ELU(), layer(hidden, 1, 1.0)
-        )
-        self.actor = nn.Sequential(
-            layer(obs_dim, hidden), nn.ELU(), layer(hidden, hidden), nn.ELU(), layer(hidden, act_dim, 0.01)
-        )
+        self.split = actor_dim
+        self.critic = mlp(obs_dim - (actor_dim or 0), hidden, 1, 1.0)
+        self.actor = mlp(actor_dim or obs_dim, hidden, act_dim, 0.01)
         self.log_std = nn.Parameter(torch.zeros(act_dim))
 
+    def _heads(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(actor input, critic input) of normalised observations."""
+        return (x, x) if self.split is None else (x[:, : self.split], x[:, self.split :])
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.critic(self.norm(obs)).squeeze(-1)
+        return self.critic(self._heads(self.norm(obs))[1]).squeeze(-1)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The update's pass (through DDP when distributed)."""
@@ -150,13 +209,13 @@ class Agent(nn.Module):
         The diagonal Gaussian is written out: ``torch.distributions.Normal`` checks its arguments with a
         host read each time it is built, which would sync every rollout step and break capture.
         """
-        x = self.norm(obs)
-        mean, log_std = self.actor(x), self.log_std.expand(x.shape[0], -1)
+        xa, xc = self._heads(self.norm(obs))
+        mean, log_std = self.actor(xa), self.log_std.expand(xa.shape[0], -1)
         if action is None:
             action = mean + log_std.exp() * torch.randn_like(mean)
         logp = (-0.5 * ((action - mean) / log_std.exp()) ** 2 - log_std - HALF_LOG_2PI).sum(-1)
         entropy = (0.5 + HALF_LOG_2PI + log_std).sum(-1)
-        return action, logp, entropy, self.critic(x).squeeze(-1)
+        return action, logp, entropy, self.critic(xc).squeeze(-1)
 
 
 # ----------------------------------------------------------------------------------------- env
@@ -167,6 +226,7 @@ def make_env(args: Args, device: torch.device, global_env_offset: int = 0) -> Fi
         vectorization_mode="vector_entry_point",
         device=device,
         global_env_offset=global_env_offset,
+        **({"max_episode_steps": args.max_episode_steps} if args.max_episode_steps > 0 else {}),
     )
     graph = device.type == "cuda" and args.cuda_graph
     return FixedShapeAutoresetVectorEnv(
@@ -226,6 +286,7 @@ class PPOUpdate:
         self.loss = torch.compile(self._loss) if compile else self._loss
         self.graph: torch.cuda.CUDAGraph | None = None
         self.calls = 0
+        self.kl = torch.zeros((), device=store.obs.device)
 
     def __call__(self) -> None:
         """Run the update (eagerly, or by replaying its graph)."""
@@ -254,6 +315,8 @@ class PPOUpdate:
         """
         start = time.perf_counter()
         saved = {k: v.clone() for k, v in self.agent.state_dict().items()}
+        lr = self.optimizer.param_groups[0]["lr"]
+        saved_lr = lr.clone() if isinstance(lr, torch.Tensor) else None
         for _ in range(2 if self.capture else 1):
             self()
         with torch.no_grad():
@@ -263,6 +326,8 @@ class PPOUpdate:
                 for value in state.values():
                     if isinstance(value, torch.Tensor):
                         value.zero_()
+            if saved_lr is not None:
+                lr.copy_(saved_lr)  # the adaptive schedule moved it
         if self.store.obs.is_cuda:
             torch.cuda.synchronize(self.store.obs.device)
         return time.perf_counter() - start
@@ -278,7 +343,9 @@ class PPOUpdate:
     ) -> torch.Tensor:
         args = self.args
         _, logp, entropy, value = self.learner(obs, act)
-        ratio = (logp - logp_old).exp()
+        log_ratio = logp - logp_old
+        ratio = log_ratio.exp()
+        self.kl.copy_(((ratio - 1) - log_ratio).mean().detach())  # estimator of KL(old || new)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
         v_clipped = val_old + (value - val_old).clamp(-args.clip_coef, args.clip_coef)
@@ -312,16 +379,46 @@ class PPOUpdate:
                 self.optimizer.zero_grad(set_to_none=False)  # in place: the graph holds the grads
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                if args.desired_kl > 0:  # rsl_rl's adaptive schedule, on the device
+                    lr = self.optimizer.param_groups[0]["lr"]
+                    kl, target = self.kl, args.desired_kl
+                    scale = torch.where(kl > 2 * target, 1 / 1.5, torch.where(kl < target / 2, 1.5, 1.0))
+                    lr.copy_((lr * scale).clamp(1e-5, 1e-2))
                 self.optimizer.step()
 
 
 # ----------------------------------------------------------------------------------------- train
+class TermLog:
+    """Per-term episode sums of a task that reports ``info["reward_terms"]`` (the Go1 task), on the device.
+
+    Logged as mjlab's ``Episode_Reward/<term>``: the finished episodes' mean sum of the weighted term
+    divided by the episode horizon in seconds.
+    """
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv, device: torch.device) -> None:
+        inner = env.env
+        go1 = sys.modules.get("gym_graphreset.envs.go1")  # loaded if and only if a Go1 env was made
+        is_go1 = go1 is not None and isinstance(inner, go1.Go1VelocityFlatEnv)
+        self.names: tuple[str, ...] = inner.reward_names if is_go1 else ()
+        self.episode_seconds = inner.max_episode_steps * inner.dt if self.names else 1.0
+        self.running = torch.zeros(env.num_envs, len(self.names), device=device)
+        self.sums = torch.zeros(len(self.names), device=device)
+
+    def add(self, info: dict[str, Any], done: torch.Tensor) -> None:
+        """Add a step's terms; move the finished episodes' sums into the log (no host read)."""
+        if not self.names:
+            return
+        self.running += info["reward_terms"]
+        self.sums += (self.running * done.unsqueeze(1)).sum(dim=0)
+        self.running *= 1.0 - done.unsqueeze(1)
+
+
 def warm_up(env: FixedShapeAutoresetVectorEnv, steps: int = 8) -> float:
     """Step random actions until kernels are compiled and the env step is captured; returns seconds."""
     start = time.perf_counter()
     env.reset(seed=0)
-    low = torch.as_tensor(env.single_action_space.low, device=env.device)
-    high = torch.as_tensor(env.single_action_space.high, device=env.device)
+    low = torch.as_tensor(env.single_action_space.low, device=env.device).clamp(min=-1.0)  # unbounded: [-1, 1]
+    high = torch.as_tensor(env.single_action_space.high, device=env.device).clamp(max=1.0)
     for _ in range(steps):
         env.step(low + (high - low) * torch.rand(env.num_envs, low.shape[0], device=env.device))
     if env.device.type == "cuda":
@@ -376,15 +473,23 @@ def train(args: Args) -> dict[str, list[float]]:
     torch.manual_seed(args.seed)
     env = make_env(args, device, share.global_env_offset)
     warmup_s = warm_up(env)  # kernel compilation and the env's capture: reported, not timed
-    obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
+    space = env.single_observation_space
+    groups = isinstance(space, gym.spaces.Dict)
+    actor_dim = space["policy"].shape[0] if groups else None
+    obs_dim = space["policy"].shape[0] + space["critic"].shape[0] if groups else space.shape[0]
+    act_dim = env.single_action_space.shape[0]
     low = torch.as_tensor(env.single_action_space.low, device=device)
     high = torch.as_tensor(env.single_action_space.high, device=device)
-    agent = Agent(obs_dim, act_dim, args.hidden).to(device)
+    hidden = tuple(int(h) for h in args.hidden_dims.split(",")) if args.hidden_dims else (args.hidden, args.hidden)
+    agent = Agent(obs_dim, act_dim, hidden, actor_dim).to(device)
     capture = device.type == "cuda" and args.update_graph and not distributed
     if is_main and args.update_graph and device.type == "cuda" and distributed:
         print("--update-graph: not under torchrun (DDP's all-reduce is not captured); the update runs eagerly")
-    lr = torch.tensor(args.learning_rate, device=device) if capture else args.learning_rate
-    optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, capturable=capture)
+    tensor_lr = capture or args.desired_kl > 0
+    lr = torch.tensor(args.learning_rate, device=device) if tensor_lr else args.learning_rate
+    optimizer = torch.optim.Adam(
+        agent.parameters(), lr=lr, eps=1e-5, capturable=capture, foreach=None if capture or not tensor_lr else False
+    )
     learner: nn.Module = agent
     if distributed:
         from torch.nn.parallel import DistributedDataParallel
@@ -397,17 +502,26 @@ def train(args: Args) -> dict[str, list[float]]:
     warmup_s += update.prepare()  # the update's compile and capture: reported, not timed
     ep_return_sum = torch.zeros((), device=device)
     ep_count = torch.zeros((), device=device)
+    ep_length_sum = torch.zeros((), device=device)
+    terms = TermLog(env, device)
     split = Split(device)
 
     start = time.perf_counter()  # from the first reset (kernels already compiled by the warm-up)
     obs, _ = env.reset(seed=args.seed)
-    obs = obs.clone()
+    obs = flat_obs(obs).clone()
+    if args.random_initial_elapsed:  # stagger the first episodes across the horizon (rsl_rl does the same)
+        inner = env.env
+        gen = torch.Generator(device=device).manual_seed(args.seed)
+        inner.elapsed.copy_(
+            torch.randint(0, inner.max_episode_steps, inner.elapsed.shape, device=device, generator=gen)
+        )
     iterations = max(1, args.total_timesteps // (T * N))
     batch = T * N
-    curve: dict[str, list[float]] = {"env_steps": [], "mean_return": [], "seconds": []}
+    curve: dict[str, list[float]] = {"env_steps": [], "mean_return": [], "seconds": [], "mean_episode_length": []}
+    curve |= {name: [] for name in terms.names}
     bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main)
     for it in bar:
-        if args.anneal_lr:
+        if args.anneal_lr and not args.desired_kl > 0:  # the adaptive schedule owns the rate
             frac = 1.0 - (it - 1) / iterations
             group = optimizer.param_groups[0]
             if capture:
@@ -423,34 +537,46 @@ def train(args: Args) -> dict[str, list[float]]:
                 next_obs, reward, terminated, truncated, info = env.step(torch.clamp(action, low, high))
                 # exact truncation: bootstrap from the true last observation, never across termination
                 bootstrap = truncated & ~terminated
-                reward = reward + args.gamma * agent.value(info["final_obs"]) * bootstrap
+                reward = reward + args.gamma * agent.value(flat_obs(info["final_obs"])) * bootstrap
                 store.rewards[t], store.dones[t] = reward, (terminated | truncated).float()
                 ep_return_sum += info["episode"]["r"].sum()
+                ep_length_sum += info["episode"]["l"].sum()
                 ep_count += info["_episode"].sum()
-                obs = next_obs.clone()  # the ring reuses its slots after published_buffer_depth steps
+                terms.add(info, store.dones[t])
+                obs = flat_obs(next_obs).clone()  # the ring reuses its slots after published_buffer_depth steps
             store.last_obs.copy_(obs)
         t1 = split.mark()
         update()
         split.add(t0, t1, split.mark())
         # ---- logging: one host read per `log_every` iterations
         if it % args.log_every == 0 or it == iterations:
-            totals = torch.stack((ep_return_sum, ep_count))
+            totals = torch.cat((torch.stack((ep_return_sum, ep_count, ep_length_sum)), terms.sums))
             if distributed:
                 import torch.distributed as dist
 
                 dist.all_reduce(totals)  # one collective per log line
-            total_return, count = totals.tolist()
+            total_return, count, total_length, *term_totals = totals.tolist()
             split.read()
             if count > 0:
                 mean_return = total_return / count
                 curve["env_steps"].append(it * batch * share.world_size)
                 curve["mean_return"].append(mean_return)
+                curve["mean_episode_length"].append(total_length / count)
                 curve["seconds"].append(time.perf_counter() - start)
+                for name, total in zip(terms.names, term_totals, strict=True):
+                    curve[name].append(total / count / terms.episode_seconds)
+                shown = {"track_lin": f"{curve[terms.names[0]][-1]:.3f}"} if terms.names else {}
                 bar.set_postfix(
-                    mean_return=f"{mean_return:.1f}", sps=f"{it * batch / (time.perf_counter() - start):,.0f}"
+                    mean_return=f"{mean_return:.1f}",
+                    **shown,
+                    sps=f"{it * batch / (time.perf_counter() - start):,.0f}",
                 )
+                if is_main:
+                    save_json(curve, args)
             ep_return_sum.zero_()
             ep_count.zero_()
+            ep_length_sum.zero_()
+            terms.sums.zero_()
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
             break  # under torchrun every rank must stop together: give all ranks the same limit
     elapsed = time.perf_counter() - start
@@ -474,11 +600,28 @@ def train(args: Args) -> dict[str, list[float]]:
     return curve
 
 
+def _stem(args: Args) -> str:
+    return f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}" + ("" if args.update_graph else "-eager-update")
+
+
+def save_json(curve: dict[str, list[float]], args: Args) -> Path:
+    """The curve so far (seconds from the first reset, env steps, returns, episode length, tracking terms)
+    and the run's settings, as ``<out>/<stem>.json``; rewritten at every log line."""
+    import json
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{_stem(args)}.json"
+    path.write_text(json.dumps({"args": dataclasses.asdict(args), "curve": curve}, indent=1))
+    return path
+
+
 def save_curve(curve: dict[str, list[float]], args: Args) -> Path:
     """Return vs env steps and vs wall time, PNG and .npz, under ``args.out`` (the .npz alone without matplotlib)."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"ppo-{args.env_id.split('/')[-1]}-{args.num_envs}" + ("" if args.update_graph else "-eager-update")
+    stem = _stem(args)
+    save_json(curve, args)
     np.savez(out / f"{stem}.npz", **{k: np.asarray(v) for k, v in curve.items()})
     title = f"PPO on {args.env_id} ({args.num_envs} envs, update graph {args.update_graph})"
     label = "captured update" if args.update_graph else "eager update"

@@ -35,7 +35,7 @@ from gym_graphreset.selection import (
 )
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.validation import DeferredValidationError
-from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv
+from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv, InterruptedStepError
 
 __version__ = "0.1.0"
 
@@ -53,6 +53,7 @@ __all__ = [
     "EpisodePublisher",
     "EpisodeStatistics",
     "FixedShapeAutoresetVectorEnv",
+    "InterruptedStepError",
     "GeneratorOwner",
     "HostTransitions",
     "InfoProvider",

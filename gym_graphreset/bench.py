@@ -102,14 +102,28 @@ def env_versions() -> dict[str, str]:
     return versions
 
 
+def _finite_box(space: gym.spaces.Box) -> tuple[torch.Tensor, torch.Tensor]:
+    """The box's bounds with each unbounded side at +-1, or 2 beyond the other bound when that is past +-1."""
+    low = torch.as_tensor(space.low, dtype=torch.float32)
+    high = torch.as_tensor(space.high, dtype=torch.float32)
+    both = torch.isinf(low) & torch.isinf(high)
+    low, high = torch.where(both, -1.0, low), torch.where(both, 1.0, high)
+    high = torch.where(torch.isposinf(high), torch.where(low < 1.0, 1.0, low + 2.0), high)
+    low = torch.where(torch.isneginf(low), torch.where(high > -1.0, -1.0, high - 2.0), low)
+    return low, high
+
+
 def sample_actions(space: gym.Space, device: torch.device, count: int, seed: int = 0) -> list[torch.Tensor]:
-    """``count`` random batched actions for ``space`` made up front (making them is not timed)."""
+    """``count`` random batched actions for ``space`` made up front (making them is not timed).
+
+    A Box's unbounded sides are cut at +-1 (an unbounded action is a policy's raw output, e.g. a
+    joint-position offset the env scales; mjlab's peer runner samples [-1, 1] too).
+    """
     gen = torch.Generator(device="cpu").manual_seed(seed)
     out = []
     for _ in range(count):
         if isinstance(space, gym.spaces.Box):
-            low = torch.as_tensor(space.low, dtype=torch.float32)
-            high = torch.as_tensor(space.high, dtype=torch.float32)
+            low, high = _finite_box(space)
             out.append((low + (high - low) * torch.rand(space.shape, generator=gen)).to(device))
         elif isinstance(space, gym.spaces.MultiDiscrete):
             nvec = torch.as_tensor(space.nvec)

@@ -2,18 +2,20 @@
 
 :class:`TensorStore` keeps one persistent tensor per leaf of a step's output tree (obs, reward, flags,
 info) and writes new values in place, so addresses never change and a graph can hold them.
-:class:`PublicationRing` is ``depth`` such stores used round-robin: step ``t`` publishes into slot
-``t % depth``, so what a consumer got at step ``t`` stays unchanged through step ``t + depth - 1``.
+:class:`PublicationRing` is such stores, used round-robin over ``depth`` slots by steps, so what a
+consumer got at step ``t`` stays unchanged through step ``t + depth - 1``; a reset between steps takes a
+slot of its own rather than shorten that promise.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-__all__ = ["PublicationRing", "TensorStore", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
+__all__ = ["PublicationRing", "TensorStore", "owned_like", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
 
 Path = tuple[Any, ...]
 
@@ -41,6 +43,17 @@ def tree_leaves(tree: Any, path: Path = ()) -> Iterator[tuple[Path, torch.Tensor
             yield from tree_leaves(v, (*path, i))
 
 
+def owned_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialised, contiguous buffer like ``t`` that is never an inference tensor.
+
+    Persistent buffers outlive the mode they were made in: one allocated under ``torch.inference_mode()``
+    (as rsl_rl's rollout runs) could not be written in place after it, so they are made outside it.
+    Writing them with ``copy_`` then works in inference mode, ``no_grad`` and plain mode alike.
+    """
+    with torch.inference_mode(False):
+        return torch.empty_like(t, memory_format=torch.contiguous_format)
+
+
 class TensorStore:
     """Persistent tensors keyed by their path in a tree, written in place with ``copy_``."""
 
@@ -56,7 +69,7 @@ class TensorStore:
         if isinstance(tree, torch.Tensor):
             buf = self._buffers.get(path)
             if buf is None or buf.shape != tree.shape or buf.dtype != tree.dtype or buf.device != tree.device:
-                buf = self._buffers[path] = torch.empty_like(tree, memory_format=torch.contiguous_format)
+                buf = self._buffers[path] = owned_like(tree)
                 self.allocations += 1
             buf.copy_(tree)
             return buf
@@ -70,35 +83,57 @@ class TensorStore:
         """Every persistent buffer, in insertion order."""
         return list(self._buffers.values())
 
-    def pointers(self) -> dict[Path, int]:
-        """``data_ptr()`` of every buffer, for graph pointer guards."""
-        return {p: b.data_ptr() for p, b in self._buffers.items()}
-
 
 class PublicationRing:
-    """``depth`` :class:`TensorStore` slots used round-robin.
+    """Slots of :class:`TensorStore` reused only once nothing published in them may still be held.
+
+    The promise: what step ``t`` published stays unchanged through step ``t + depth - 1``, and so does
+    what a ``reset()`` published after step ``t`` (resets count no step). With steps only, the slots are
+    ``depth`` used round-robin; a reset between steps takes a slot of its own (one more), so it never
+    overwrites a step's values early.
 
     Args:
-        depth: Number of slots; values published at step ``t`` are valid through ``t + depth - 1``.
+        depth: Values published at step ``t`` are valid through ``t + depth - 1``.
     """
 
     def __init__(self, depth: int) -> None:
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"`published_buffer_depth` must be an int >= 1, got {depth!r}")
         self.depth = depth
-        self.slots = [TensorStore() for _ in range(depth)]
+        self._queue: deque[tuple[int, TensorStore]] = deque()  # (free from step count, slot), oldest first
+        self._dropped_allocations = 0
         self.published = 0
+        self.steps = 0
 
-    def publish(self, tree: Any) -> Any:
-        """Copy ``tree`` into the next slot and return that slot's tensors."""
-        out = self.slots[self.published % self.depth].write(tree)
+    @property
+    def slots(self) -> list[TensorStore]:
+        """The slots, oldest publication first (made on first use: a deep ring costs nothing until it fills)."""
+        return [store for _, store in self._queue]
+
+    def publish(self, tree: Any, *, step: bool = True) -> Any:
+        """Copy ``tree`` into a slot nobody may still hold and return that slot's tensors.
+
+        Args:
+            tree: The outputs to publish.
+            step: ``True`` for a step's outputs (counts a step); ``False`` for a reset's.
+        """
+        self.steps += int(step)
+        queue = self._queue
+        if queue and queue[0][0] <= self.steps:  # slots free up in the order they were written
+            _, store = queue.popleft()
+            while len(queue) > self.depth and queue[0][0] <= self.steps:  # spares left by a burst of resets
+                self._dropped_allocations += queue.popleft()[1].allocations
+        else:
+            store = TensorStore()
+        queue.append((self.steps + self.depth, store))
+        out = store.write(tree)
         self.published += 1
         return out
 
     @property
     def allocations(self) -> int:
-        """Total tensors ever allocated by the ring (flat after the first ``depth`` steps)."""
-        return sum(s.allocations for s in self.slots)
+        """Total tensors ever allocated by the ring (flat once every slot has been written)."""
+        return self._dropped_allocations + sum(s.allocations for s in self.slots)
 
 
 def tree_where(mask: torch.Tensor, a: Any, b: Any) -> Any:

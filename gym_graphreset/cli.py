@@ -6,15 +6,20 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import torch
 
-from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, measure_modes, save_json, table
-from gym_graphreset.plotting import plot_results
+from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
+from gym_graphreset.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
+from gym_graphreset.plotting import plot_peer_comparison, plot_results
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
+
+
+class VariantRejected(ValueError):
+    """The env's constructor refused a ``--variant``'s keyword arguments."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +62,25 @@ def _parser() -> argparse.ArgumentParser:
             "batch_size sweep), gymnasium-async (AsyncVectorEnv with --async-envs processes)",
         )
         p.add_argument(
+            "--variant",
+            action="append",
+            default=[],
+            metavar="LABEL[:KEY=VALUE,...]",
+            help="a model variant of --env-id, repeatable: each is measured, its key=value pairs passed to the env "
+            "constructor as string keyword arguments (e.g. mjlab-go1:model_xml=/path/to/go1.xml)",
+        )
+        p.add_argument(
+            "--peer",
+            default="",
+            help=f"comma-separated GPU peers timed on their own task in their own interpreter, of {sorted(PEERS)}",
+        )
+        p.add_argument(
+            "--peer-python", default=sys.executable, help="the peer's Python interpreter (default: this one)"
+        )
+        p.add_argument("--peer-pythonpath", default=None, help="PYTHONPATH for the peer's interpreter (replaces ours)")
+        p.add_argument("--peer-task", default=None, help="the peer's task id (default: its Go1 flat velocity task)")
+        p.add_argument("--peer-timeout", type=float, default=300.0, help="seconds allowed per peer size (default: 300)")
+        p.add_argument(
             "--envpool-envs",
             default="64,256,512",
             help="num_envs swept for --cpu-baseline envpool (default: 64,256,512)",
@@ -82,45 +106,105 @@ def same_task(env_id: str, gym_id: str) -> bool:
     return env_id.split("/")[-1] == gym_id
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    args = _parser().parse_args(argv)
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _choices(args: argparse.Namespace) -> tuple[torch.device, list[str], set[str]] | str:
+    """The device, the modes and the CPU baselines the arguments ask for, or what is wrong with them."""
+    if args.peer_timeout <= 0:
+        return f"--peer-timeout must be > 0 seconds, got {args.peer_timeout}"
     baselines = {b.strip() for b in args.cpu_baseline.split(",") if b.strip()}
     if baselines - {"envpool", "gymnasium-async"}:
-        print(
-            f"error: unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async", file=sys.stderr
-        )
-        return 2
+        return f"unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async"
     if args.async_baseline == "same" or ("gymnasium-async" in baselines and not args.async_baseline):
         args.async_baseline = args.env_id.split("/")[-1]
     device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
-        print("error: --device cuda asked for, but CUDA is not available", file=sys.stderr)
-        return 2
+        return "--device cuda asked for, but CUDA is not available"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
-        print(f"error: unknown mode(s) {unknown}; choose from {list(MODES)}", file=sys.stderr)
-        return 2
+        return f"unknown mode(s) {unknown}; choose from {list(MODES)}"
     if device.type != "cuda":
         skipped = [m for m in modes if m in CUDA_ONLY]
         modes = [m for m in modes if m not in CUDA_ONLY]
         print(f"No CUDA device: running on the CPU; skipping the CUDA-graph modes {skipped}.")
-    sizes = [int(n) for n in str(args.num_envs).split(",")]
+    return device, modes, baselines
+
+
+def _peer_choices(args: argparse.Namespace, device: torch.device) -> tuple[dict[str, Variant], list[PeerConfig]] | str:
+    """The model variants of ``--env-id`` and the GPU peers the arguments ask for, or what is wrong with them."""
+    peers = [p.strip() for p in args.peer.split(",") if p.strip()]
+    if set(peers) - set(PEERS):
+        return f"unknown --peer {sorted(set(peers) - set(PEERS))}; choose from {sorted(PEERS)}"
+    try:
+        variants = _variants(args.variant, args.env_id)
+        configs = [
+            PeerConfig(
+                name=cast(Any, p),  # checked by PeerConfig
+                python=args.peer_python,
+                pythonpath=args.peer_pythonpath,
+                task=args.peer_task,
+                device=f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu",
+                timeout_s=args.peer_timeout,
+            )
+            for p in peers
+        ]
+    except ValueError as exc:
+        return str(exc)
+    return variants, configs
+
+
+def _measure(
+    args: argparse.Namespace,
+    device: torch.device,
+    modes: list[str],
+    baselines: set[str],
+    variants: dict[str, Variant],
+    configs: list[PeerConfig],
+) -> list[Any]:
+    """Every mode at every size and model variant, then the GPU peers, then the CPU baselines asked for."""
     results = []
+    sizes = [int(n) for n in str(args.num_envs).split(",")]
     for n in sizes:
+        for env_id, variant in variants.items():
 
-        def make_inner(n: int = n) -> gym.vector.VectorEnv:
-            return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", device=device)
+            def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
+                kwargs: dict[str, Any] = {"device": device, **variant.kwargs}
+                try:
+                    return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
+                except TypeError as exc:
+                    if not variant.kwargs:
+                        raise
+                    raise VariantRejected(
+                        f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
+                    ) from exc
 
-        results += measure_modes(
-            make_inner,
-            modes,
-            steps=args.steps,
-            warmup=args.warmup,
-            env_id=args.env_id,
-            show_progress=not args.no_progress,
-        )
+            try:
+                measured = measure_modes(
+                    make_inner,
+                    modes,
+                    steps=args.steps,
+                    warmup=args.warmup,
+                    env_id=env_id,
+                    show_progress=not args.no_progress,
+                )
+            except VariantRejected as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            for r in measured:
+                r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
+            results += measured
+    for config in configs:
+        for n in sizes:
+            print(f"timing the {config.name} peer x{n} in {config.python} ...")
+            peer = run_peer(config, n, steps=args.steps, warmup=args.warmup)
+            if isinstance(peer, ModeResult):
+                results.append(peer)
+            elif peer.reason == "missing":
+                break
     if args.async_baseline:
         from gym_graphreset.bench import measure_gymnasium_async
 
@@ -131,8 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if "envpool" in baselines:
         results += _envpool_baseline(args.env_id, [int(k) for k in args.envpool_envs.split(",")], args.steps)
-    print()
-    print(table(results))
+    return results
+
+
+def _print_comparisons(args: argparse.Namespace, results: list[Any]) -> None:
+    """The best mode against the CPU baselines on the same task (no ratio across tasks)."""
     best = max((r for r in results if r.mode in MODES), key=lambda r: r.env_steps_per_s)
     if args.async_baseline:
         best_cpu = max(r.env_steps_per_s for r in results if r.mode.startswith("gymnasium async"))
@@ -150,11 +237,55 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{best.env_steps_per_s / top.env_steps_per_s:.1f} x EnvPool's best on the same task "
             f"({top.mode}: {top.env_steps_per_s:,.0f})"
         )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    chosen = _choices(args)
+    if isinstance(chosen, str):
+        return _usage_error(chosen)
+    device, modes, baselines = chosen
+    peer_chosen = _peer_choices(args, device)
+    if isinstance(peer_chosen, str):
+        return _usage_error(peer_chosen)
+    variants, configs = peer_chosen
+    results = _measure(args, device, modes, baselines, variants, configs)
+    ours_and_baselines = [r for r in results if r.extra.get("engine") not in PEERS]
+    print()
+    print(table(ours_and_baselines))
+    if configs or len(variants) > 1:
+        print()
+        print(comparison_table(results))
+    _print_comparisons(args, results)
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
-    plotted = plot_results(results, args.out / f"{stem}.png", f"{args.env_id} on {device}")
+    plotted = plot_results(ours_and_baselines, args.out / f"{stem}.png", f"{args.env_id} on {device}")
     print(f"\nwrote {args.out / (stem + '.json')}" + (f" and {args.out / (stem + '.png')}" if plotted else ""))
+    if any(r.extra.get("engine") in PEERS for r in results):
+        names = "-".join(c.name for c in configs)
+        peer_png = args.out / f"{stem}-vs-{names}.png"
+        if plot_peer_comparison(results, peer_png, f"{args.env_id} vs {names} on {device}"):
+            print(f"wrote {peer_png}")
     return 0
+
+
+def _variants(texts: Sequence[str], env_id: str) -> dict[str, Variant]:
+    """``--variant`` values -> {result env_id: variant}; none given: the env as registered, unlabelled.
+
+    Raises:
+        ValueError: a malformed value or a label given twice.
+    """
+    if not texts:
+        return {env_id: Variant("")}
+    variants: dict[str, Variant] = {}
+    for text in texts:
+        variant = parse_variant(text)
+        key = f"{env_id}[{variant.label}]"
+        if key in variants:
+            raise ValueError(f"`--variant` label {variant.label!r} given twice")
+        variants[key] = variant
+    return variants
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ the capture; afterwards the graph replays its kernels and no Python (and no reco
 
 from __future__ import annotations
 
-import re
 import time
 import warnings
 from collections.abc import Callable
@@ -30,6 +29,8 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
+import gym_graphreset.dynamo_records as dynamo_records
+
 __all__ = ["CompileBackend", "CompileReport", "CompileWarning", "CompiledStep", "declared_boundaries", "opaque"]
 
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
@@ -37,8 +38,6 @@ CompileBackend = Literal["inductor", "aot_eager", "eager"]
 trace without code generation (fast: for testing what dynamo sees)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
-_DECLARED: set[str] = set()
-_FUNCTION = re.compile(r"<function ([\w.<>]+) at 0x")
 
 
 class CompileWarning(UserWarning):
@@ -58,13 +57,13 @@ def opaque(fn: F) -> F:
         >>> "physics" in declared_boundaries()
         True
     """
-    _DECLARED.add(fn.__qualname__)
+    dynamo_records.DECLARED.add(fn.__qualname__)
     return torch.compiler.disable(fn)
 
 
 def declared_boundaries() -> frozenset[str]:
     """The qualified names of every function declared :func:`opaque`."""
-    return frozenset(_DECLARED)
+    return frozenset(dynamo_records.DECLARED)
 
 
 @dataclass
@@ -127,90 +126,42 @@ class CompiledStep:
         if not self._settled:
             self._settled = True
             return self.fn(*args)
-        before = _snapshot()
+        before = dynamo_records.snapshot()
         start = time.perf_counter()
         out = self._compiled(*args)
         first = self.report.compile_seconds is None
         if first:
             self.report.compile_seconds = time.perf_counter() - start
         self.report.calls += 1
-        self._record(before, _snapshot(), first)
+        self._record(before, dynamo_records.snapshot(), first)
         return out
 
-    def _record(self, before: _Snapshot, after: _Snapshot, first: bool) -> None:
+    def _record(self, before: dynamo_records.Snapshot, after: dynamo_records.Snapshot, first: bool) -> None:
         report = self.report
         report.graphs += after.graphs - before.graphs
         for reason, count in after.breaks.items():
             new = count - before.breaks.get(reason, 0)
             if new <= 0:
                 continue
-            boundary = _declared_boundary(reason)
+            boundary = dynamo_records.declared_boundary(reason)
             if boundary is not None:
                 report.declared_breaks[boundary] = report.declared_breaks.get(boundary, 0) + new
             else:
-                self._flag(report.graph_breaks, f"graph break: {_summary(reason)}")
+                self._flag(report.graph_breaks, f"graph break: {dynamo_records.summary(reason)}")
         for reason, count in after.skipped.items():  # a frame dynamo gave up on runs as written: not fused
             fresh = count > before.skipped.get(reason, 0) and after.breaks.get(reason) == before.breaks.get(reason)
-            if fresh and _declared_boundary(reason) is None:
-                self._flag(report.graph_breaks, f"graph break, frame run as written: {_summary(reason)}")
+            if fresh and dynamo_records.declared_boundary(reason) is None:
+                self._flag(report.graph_breaks, f"graph break, frame run as written: {dynamo_records.summary(reason)}")
         for code, reasons in after.failures.items():
             failed = reasons[len(before.failures.get(code, [])) :]
             if first and len(failed) <= 1:  # this step's own compile (another env's entry was cached first)
                 continue
             for reason in failed:
                 name = f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
-                self._flag(report.recompiles, f"recompiled {name}: {_first_line(str(reason))}")
+                self._flag(report.recompiles, f"recompiled {name}: {dynamo_records.first_line(str(reason))}")
 
     def _flag(self, into: list[str], what: str) -> None:
         into.append(what)
         if what not in self._warned:
             self._warned.add(what)
             warnings.warn(f"compiled step: {what}", CompileWarning, stacklevel=4)
-
-
-@dataclass
-class _Snapshot:
-    graphs: int
-    breaks: dict[str, int]
-    skipped: dict[str, int]  # reasons dynamo gave up on a frame (it then runs as written)
-    failures: dict[Any, list[Any]]
-
-
-def _snapshot() -> _Snapshot:
-    from torch._dynamo.utils import counters, guard_failures  # dynamo's own records (imported when compiling)
-
-    return _Snapshot(
-        graphs=int(counters["stats"]["unique_graphs"]),
-        breaks=dict(counters["graph_break"]),
-        skipped=dict(counters["unimplemented"]),
-        failures={code: list(reasons) for code, reasons in guard_failures.items()},
-    )
-
-
-def _parts(reason: str) -> list[str]:
-    return [p.strip() for p in reason.split("*** While handling this graph break, another graph break occurred: ***")]
-
-
-def _declared_boundary(reason: str) -> str | None:
-    """The :func:`opaque` function a break is at, if every part of its reason is such a boundary."""
-    names = []
-    for part in _parts(reason):
-        match = _FUNCTION.search(part)
-        if "torch.compiler.disable" not in part or match is None or match.group(1) not in _DECLARED:
-            return None
-        names.append(match.group(1))
-    return names[0] if names else None
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
-
-
-def _summary(reason: str) -> str:
-    """A break's reason in one line per part: its title and dynamo's explanation."""
-    out = []
-    for part in _parts(reason):
-        lines = [line.strip() for line in part.splitlines() if line.strip()]
-        explanation = next((line for line in lines if line.startswith("Explanation:")), "")
-        out.append(f"{lines[0] if lines else part} ({explanation.removeprefix('Explanation: ')})")
-    return "; then ".join(out)

@@ -40,15 +40,38 @@ def _check_bool(name: str, value: Any) -> None:
         raise ValueError(f"`{name}` must be a bool, got {value!r}")
 
 
+_INT64_MAX = 2**63 - 1
+_MAXIMA: dict[str, tuple[int, str]] = {  # upper bounds, with why: refused at construction, not a hang or overflow later
+    "published_buffer_depth": (2**16, "one copy of the step's outputs per slot"),
+    "validation_poll_interval": (_INT64_MAX, "steps are counted in int64"),
+    "autoreset_graph_warmup": (_INT64_MAX, "steps are counted in int64"),
+}
+
+
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}")
+    maximum, why = _MAXIMA[name]
+    if value > maximum:
+        raise ValueError(f"`{name}` must be an int <= {maximum} ({why}), got {value!r}")
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         accepted = " or ".join(map(repr, choices)) if len(choices) == 2 else f"one of {choices}"
         raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
+
+
+def check_warmup(warmup: Any) -> int:
+    """Validate a graph's warm-up (eager calls before the capture)."""
+    _check_int("autoreset_graph_warmup", warmup, 0)
+    return warmup
+
+
+def check_capture_mode(capture_mode: Any) -> CaptureMode:
+    """Validate a CUDA stream capture mode name."""
+    _check_choice("autoreset_graph_capture_mode", capture_mode, get_args(CaptureMode))
+    return capture_mode
 
 
 @dataclass(frozen=True)
@@ -99,8 +122,8 @@ class AutoresetConfig:
             _check_bool(name, getattr(self, name))
         _check_int("validation_poll_interval", self.validation_poll_interval, 1)
         _check_int("published_buffer_depth", self.published_buffer_depth, 1)
-        _check_int("autoreset_graph_warmup", self.autoreset_graph_warmup, 0)
-        _check_choice("autoreset_graph_capture_mode", self.autoreset_graph_capture_mode, get_args(CaptureMode))
+        check_warmup(self.autoreset_graph_warmup)
+        check_capture_mode(self.autoreset_graph_capture_mode)
         _check_choice("cuda_graph_scope", self.cuda_graph_scope, get_args(GraphScope))
         _check_choice("compile_backend", self.compile_backend, get_args(CompileBackend))
         if self.masked_autoreset and not self.defer_finite_validation:

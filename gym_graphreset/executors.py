@@ -13,11 +13,11 @@ from typing import Any
 
 import torch
 
+from gym_graphreset.buffers import owned_like
 from gym_graphreset.config import AutoresetConfig
 from gym_graphreset.graph import AutoresetGraph
 from gym_graphreset.host_transitions import HostTransitions
-from gym_graphreset.participants import Participants, tensor_pointers
-from gym_graphreset.protocols import CaptureParticipant
+from gym_graphreset.participants import Participants, buffer_pointers
 from gym_graphreset.stepping import StepBody, StepOut
 
 __all__ = ["CapturedReset", "CapturedStep", "EagerStep", "GraphFactory"]
@@ -47,13 +47,7 @@ class GraphFactory:
 
     def fingerprint(self) -> Hashable:
         """Changes when any buffer a graph may hold was replaced."""
-        own = tuple(
-            (tensor_pointers(h), tuple(t.data_ptr() for t in h.capture_buffers()))
-            if isinstance(h, CaptureParticipant)
-            else tensor_pointers(h)
-            for h in self.holders
-        )
-        return own, self.parts.fingerprint()
+        return tuple(buffer_pointers(h) for h in self.holders), self.parts.fingerprint()
 
     def make(self, body: Callable[[], Any]) -> AutoresetGraph[Any]:
         """The graph of ``body`` (captured on its first call after the warm-up)."""
@@ -98,7 +92,8 @@ class CapturedStep:
     def __call__(self, actions: torch.Tensor) -> StepOut:
         """One step: the first calls run eagerly (warm-up), then capture, then replay."""
         if self.graph is None:
-            static = self.static_actions = actions.clone()
+            static = self.static_actions = owned_like(actions)  # not an inference tensor: written every step
+            static.copy_(actions)
             self.graph = self.factory.make(lambda: self.body(static))
         else:
             assert self.static_actions is not None

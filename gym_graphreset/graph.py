@@ -20,10 +20,11 @@ import gc
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 import torch
 
+from gym_graphreset.config import CaptureMode, check_capture_mode, check_warmup
 from gym_graphreset.host_transitions import HostTransitions
 
 __all__ = [
@@ -35,9 +36,9 @@ __all__ = [
     "warp_external_capture",
 ]
 
-CAPTURE_MODES = ("global", "thread_local", "relaxed")
+CAPTURE_MODES = get_args(CaptureMode)
 """CUDA stream capture modes accepted by the graph and warp's external capture."""
-DEVICE_REASONS = ("device", "cuda_unavailable", "memory_pool", "driver")
+DEVICE_REASONS = ("device", "cuda_unavailable", "memory_pool")
 """Reason codes about where the env runs, not about the env itself."""
 
 _T = TypeVar("_T")
@@ -49,7 +50,7 @@ class CaptureReport:
     """Whether the reset body / whole step can be captured here, with structured reasons when not.
 
     ``reasons`` maps a short code (``"device"``, ``"cuda_unavailable"``, ``"memory_pool"``, ``"flags"``,
-    ``"step_capture_blockers"``, ``"reset_selection_blockers"``, ``"driver"``) to a message. ``state`` says
+    ``"step_capture_blockers"``, ``"reset_selection_blockers"``) to a message. ``state`` says
     what the graph did so far (captures, replays, recorded host transitions).
     """
 
@@ -93,13 +94,6 @@ def cuda_capture_reasons(device: torch.device) -> dict[str, str]:
 
 class StaleGraphError(RuntimeError):
     """A captured graph's buffers were replaced and ``on_stale="raise"`` forbids recapture."""
-
-
-def check_capture_mode(capture_mode: str) -> str:
-    """Validate a CUDA stream capture mode name."""
-    if capture_mode not in CAPTURE_MODES:
-        raise ValueError(f"`autoreset_graph_capture_mode` must be one of {CAPTURE_MODES}, got {capture_mode!r}")
-    return capture_mode
 
 
 @contextmanager
@@ -160,8 +154,7 @@ class AutoresetGraph(Generic[_T]):
             raise ValueError(f"CUDA graph capture needs a CUDA device, got device {device}")
         if not torch.cuda.is_available():
             raise ValueError(f"CUDA graph capture asked for on {device}, but CUDA is not available")
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise ValueError(f"`autoreset_graph_warmup` must be an int >= 0, got {warmup!r}")
+        check_warmup(warmup)
         if on_stale not in ("recapture", "raise"):
             raise ValueError(f"`on_stale` must be 'recapture' or 'raise', got {on_stale!r}")
         self.body = body

@@ -21,6 +21,7 @@ __all__ = [
     "action_bounds",
     "check_fixed_shape_spaces",
     "check_device",
+    "check_env_counts",
     "check_positive_int",
     "check_actions",
     "check_process_group",
@@ -155,13 +156,37 @@ def check_process_group(process_group: Any) -> Any:
     return process_group
 
 
-def check_positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """An int (not a bool, not a float) ``>= minimum``, refused by ``name`` otherwise."""
+INT64_MAX = 2**63 - 1
+"""The largest step count, horizon or env index: they are held in int64 tensors."""
+MAX_NUM_ENVS = 2**31 - 1
+"""The largest batch: row indices are int32 in warp kernels and CUDA grids."""
+
+
+def check_positive_int(name: str, value: Any, minimum: int = 1, maximum: int = INT64_MAX) -> int:
+    """An int (not a bool, not a float) in ``[minimum, maximum]``, refused by ``name`` otherwise.
+
+    The default ``maximum`` is what an int64 tensor holds: a larger horizon or counter would overflow
+    at the first comparison on the device, after the physics advanced.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"`{name}` must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"`{name}` must be >= {minimum}, got {value!r}")
+    if value > maximum:
+        raise ValueError(f"`{name}` must be <= {maximum}, got {value!r}")
     return int(value)
+
+
+def check_env_counts(num_envs: Any, max_episode_steps: Any, global_env_offset: Any) -> tuple[int, int, int]:
+    """An env's batch size, horizon and global row offset, range-checked by name.
+
+    ``num_envs`` in ``[1, MAX_NUM_ENVS]``; ``max_episode_steps`` in ``[1, INT64_MAX]``; the global env
+    indices ``global_env_offset + row`` must fit an int64 (a larger offset would wrap to negative ids).
+    """
+    num_envs = check_positive_int("num_envs", num_envs, maximum=MAX_NUM_ENVS)
+    max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+    offset = check_positive_int("global_env_offset", global_env_offset, minimum=0, maximum=INT64_MAX - num_envs)
+    return num_envs, max_episode_steps, offset
 
 
 def check_device(device: Any) -> torch.device:

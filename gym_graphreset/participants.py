@@ -7,6 +7,7 @@ keeps one list per role, so the step runs through plain lists with no hook looku
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -29,7 +30,74 @@ from gym_graphreset.protocols import (
 )
 from gym_graphreset.selection import participant_name, supports_reset_selection
 
-__all__ = ["Participants", "tensor_pointers"]
+__all__ = [
+    "WRAPPER_INFO_KEYS",
+    "Participants",
+    "buffer_pointers",
+    "claim_terms",
+    "record_terms",
+    "release_terms",
+    "tensor_pointers",
+]
+
+WRAPPER_INFO_KEYS = ("final_obs", "_final_obs", "final_info", "_final_info")
+"""Info keys the wrapper itself publishes (Gymnasium's SAME_STEP keys): no term may publish them."""
+
+_BOUND: dict[int, tuple[weakref.ref[Any], str]] = {}  # id(term) -> (the open env it is bound to, its name there)
+
+
+def _bound_elsewhere(term: object, env: object) -> str | None:
+    entry = _BOUND.get(id(term))
+    if entry is None:
+        return None
+    owner = entry[0]()
+    if owner is None or owner is env:  # that env is gone (so the id may be reused) or it is this one
+        return None
+    return entry[1]
+
+
+def claim_terms(env: object, terms: dict[str, Any], existing: dict[str, Any] | None = None) -> None:
+    """Refuse a term object used twice: under two names, or while another open env holds it.
+
+    One object's buffers (running sums, masks) hold one env's rows: shared, both envs (or both names)
+    add into the same rows. Called before ``bind``; it records nothing (:func:`record_terms` does, once
+    the env is built).
+    """
+    seen = {id(t): n for n, t in (existing or {}).items()}
+    for name, term in terms.items():
+        if id(term) in seen:
+            raise ValueError(
+                f"reset term {name!r} is the same {participant_name(term)} object as term {seen[id(term)]!r}: "
+                "it would count every step twice; make one instance per name"
+            )
+        other = _bound_elsewhere(term, env)
+        if other is not None:
+            raise ValueError(
+                f"reset term {name!r} ({participant_name(term)}) is already bound to another open env (as "
+                f"{other!r}): its per-row buffers would take both envs' steps; make one instance per env "
+                "(or close() the other env first)"
+            )
+        seen[id(term)] = name
+
+
+def record_terms(env: object, terms: dict[str, Any]) -> None:
+    """Record that ``env`` holds ``terms`` (after :func:`claim_terms` passed and construction succeeded)."""
+    ref = weakref.ref(env, _forget)
+    for name, term in terms.items():
+        _BOUND[id(term)] = (ref, name)
+
+
+def _forget(ref: weakref.ref[Any]) -> None:
+    for key in [k for k, (r, _) in _BOUND.items() if r is ref]:
+        del _BOUND[key]
+
+
+def release_terms(env: object, terms: dict[str, Any]) -> None:
+    """Forget the bindings of a closed env: its terms may be used by another env."""
+    for term in terms.values():
+        entry = _BOUND.get(id(term))
+        if entry is not None and entry[0]() is env:
+            del _BOUND[id(term)]
 
 
 def _chain(env: VectorEnv) -> Iterator[VectorEnv]:
@@ -60,6 +128,12 @@ def tensor_pointers(obj: object) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
+def buffer_pointers(obj: object) -> Hashable:
+    """Addresses of every tensor ``obj`` may hand a graph: its tensor attributes and declared buffers."""
+    declared = tuple(t.data_ptr() for t in obj.capture_buffers()) if isinstance(obj, CaptureParticipant) else ()
+    return tensor_pointers(obj), declared
+
+
 class Participants:
     """The inner env chain (outermost first) and the reset terms, with one list per role.
 
@@ -86,6 +160,23 @@ class Participants:
         self.members = members
         transforms = [m for _, m in self.chain if isinstance(m, RewardTransform)]
         self.raw_reward_source: RewardTransform | None = transforms[-1] if transforms else None  # innermost
+
+    def check_info_keys(self) -> None:
+        """Refuse two terms publishing one info key, or a term publishing one of :data:`WRAPPER_INFO_KEYS`.
+
+        Reads each info provider's keys once (after ``bind``); one would silently replace the other.
+        """
+        owners = dict.fromkeys(WRAPPER_INFO_KEYS, "the wrapper itself")
+        for name, term in self.terms.items():
+            if not isinstance(term, InfoProvider):
+                continue
+            for key in term.info():
+                if key in owners:
+                    raise ValueError(
+                        f"reset term {name!r} ({participant_name(term)}) publishes info[{key!r}], which "
+                        f"{owners[key]} publishes too: one would silently replace the other; give it another key"
+                    )
+                owners[key] = f"reset term {name!r}"
 
     def with_term(self, name: str, term: Any) -> Participants:
         """A new registry with ``term`` appended (names are unique)."""
@@ -154,6 +245,4 @@ class Participants:
 
     def fingerprint(self) -> Hashable:
         """Addresses of every tensor a graph may hold: tensor attributes of every member, declared buffers."""
-        attrs = tuple(tensor_pointers(m) for m in self.members)
-        declared = tuple(tuple(t.data_ptr() for t in p.capture_buffers()) for p in self.capture_participants)
-        return attrs, declared, tuple(self.terms)
+        return tuple(buffer_pointers(m) for m in self.members), tuple(self.terms)

@@ -12,7 +12,20 @@ from typing import Any
 
 from gym_graphreset.bench import ModeResult
 
-__all__ = ["import_pyplot", "is_cpu_baseline", "plot_curves", "plot_results", "plot_soak", "same_task"]
+__all__ = [
+    "TRAINING_FIELDS",
+    "final_level",
+    "import_pyplot",
+    "is_cpu_baseline",
+    "load_training_curve",
+    "plot_curves",
+    "plot_peer_comparison",
+    "plot_results",
+    "plot_soak",
+    "plot_training_curves",
+    "same_task",
+    "time_to_reach",
+]
 
 
 def import_pyplot(path: Path) -> Any:
@@ -151,5 +164,160 @@ def plot_soak(windows: Sequence[Mapping[str, float]], path: Path, title: str) ->
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=200)
+    plt.close(fig)
+    return True
+
+
+def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) -> bool:
+    """Env-steps/s against envs for ours and each GPU peer (top), step / own-physics ratio (bottom).
+
+    One panel per row, sized for a page ~800 px wide. Ours: the fastest mode at each size, one line per
+    env id (model variant), and its bare physics dotted; a peer: its step and its own physics dotted.
+    Returns whether the PNG was written.
+    """
+    from gym_graphreset.bench import MODES
+    from gym_graphreset.peers.compare import PEERS, best_ours
+
+    plt = import_pyplot(path)
+    if plt is None:
+        return False
+    peers = [r for r in results if r.extra.get("engine") in PEERS]
+    physics = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "bare physics"}
+    ids = list(dict.fromkeys(r.env_id for r in results if r.mode in MODES))
+    fig, (rate, ratio) = plt.subplots(2, 1, figsize=(8, 8.5), sharex=True)
+    for env_id in ids:
+        best = [b for n in sorted({r.num_envs for r in results}) if (b := best_ours(results, n, env_id)) is not None]
+        if not best:
+            continue
+        name = f"ours {env_id.split('/')[-1]}"
+        (line,) = rate.plot([b.num_envs for b in best], [b.env_steps_per_s for b in best], marker="o", label=name)
+        floors = [(b, physics[(env_id, b.num_envs)]) for b in best if (env_id, b.num_envs) in physics]
+        if floors:
+            xs = [b.num_envs for b, _ in floors]
+            rate.plot(
+                xs,
+                [b.num_envs / f * 1e3 for b, f in floors],
+                ":",
+                marker="x",
+                color=line.get_color(),
+                label=f"{name} physics",
+            )
+            ratio.plot(xs, [b.ms_per_step / f for b, f in floors], marker="o", color=line.get_color(), label=name)
+    for engine in dict.fromkeys(p.mode for p in peers):
+        line_ = sorted((p for p in peers if p.mode == engine), key=lambda p: p.num_envs)
+        xs = [p.num_envs for p in line_]
+        name = f"{engine} {line_[0].env_id}"
+        rate.plot(xs, [p.env_steps_per_s for p in line_], marker="s", color="black", label=name)
+        rate.plot(
+            xs,
+            [p.num_envs / p.extra["physics_ms"] * 1e3 for p in line_],
+            ":",
+            marker="x",
+            color="black",
+            label=f"{name} physics",
+        )
+        ratio.plot(xs, [p.ms_per_step / p.extra["physics_ms"] for p in line_], marker="s", color="black", label=name)
+    sizes = sorted({r.num_envs for r in results})
+    rate.set_xscale("log", base=2)
+    rate.set_xticks(sizes, [str(n) for n in sizes], minor=False)
+    rate.xaxis.set_minor_locator(plt.NullLocator())
+    rate.set_yscale("log")
+    rate.set_ylabel("env-steps/s (higher is better)")
+    rate.set_title(title, fontsize=11)
+    rate.legend(fontsize=8)
+    ratio.axhline(1.0, color="grey", linewidth=0.8)
+    ratio.set_xlabel("number of envs")
+    ratio.set_ylabel("step time / own bare physics time")
+    ratio.legend(fontsize=8)
+    for ax in (rate, ratio):
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+TRAINING_FIELDS = ("wall_s", "env_steps", "track_lin_vel", "episode_length")
+"""Keys every row of a training-curve JSON has (``{"rows": [{...}, ...]}``); see :func:`load_training_curve`."""
+
+
+def load_training_curve(path: Path) -> list[dict[str, Any]]:
+    """The rows of a training-curve JSON, checked to carry :data:`TRAINING_FIELDS`.
+
+    The format, shared by mjlab's run (``benchmarks/gpu/mjlab_train.py``) and ours: a JSON object whose
+    ``"rows"`` is a list, one row per logged iteration, with ``wall_s`` (seconds since the training loop
+    started), ``env_steps`` (collected so far), ``track_lin_vel`` (the linear-velocity tracking reward:
+    weighted, dt-scaled episode sum over the maximum episode length in seconds, averaged over the episodes
+    that ended; ``null`` when none did) and ``episode_length`` (mean steps of recently finished episodes,
+    or ``null``). Other keys are kept and ignored.
+
+    Raises:
+        ValueError: no ``rows`` list, or a row missing one of :data:`TRAINING_FIELDS`.
+    """
+    import json
+
+    record = json.loads(Path(path).read_text())
+    rows = record.get("rows") if isinstance(record, dict) else None
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: expected a JSON object with a 'rows' list, got {type(record).__name__}")
+    for i, row in enumerate(rows):
+        missing = [k for k in TRAINING_FIELDS if k not in row]
+        if missing:
+            raise ValueError(f"{path}: row {i} lacks {missing} (every row needs {list(TRAINING_FIELDS)})")
+    return rows
+
+
+def final_level(rows: list[dict[str, Any]], key: str = "track_lin_vel", last: int = 5) -> float | None:
+    """The mean of the last ``last`` non-null values of ``key``: where a run ended (``None`` if it has none)."""
+    values = [r[key] for r in rows if r[key] is not None][-last:]
+    return sum(values) / len(values) if values else None
+
+
+def time_to_reach(rows: list[dict[str, Any]], level: float, key: str = "track_lin_vel") -> float | None:
+    """The first ``wall_s`` at which ``key`` is at least ``level`` (``None`` if never)."""
+    return next((r["wall_s"] for r in rows if r[key] is not None and r[key] >= level), None)
+
+
+def plot_training_curves(runs: dict[str, Path], path: Path, title: str, reference: str | None = None) -> bool:
+    """Tracking reward (top) and episode length (bottom) against wall-clock seconds, one line per run.
+
+    ``runs`` maps a legend label (``"mjlab"``, ``"gym_graphreset"``) to its training-curve JSON (see
+    :func:`load_training_curve`); rows with ``null`` values are skipped. With ``reference`` (a label of
+    ``runs``), the reference run's :func:`final_level` is drawn as a dashed line and each run's legend says
+    when it first reached it (:func:`time_to_reach`). Returns whether the PNG was written.
+
+    Raises:
+        ValueError: ``reference`` is not a label of ``runs``, or a file is not a training curve.
+    """
+    if reference is not None and reference not in runs:
+        raise ValueError(f"`reference` must be one of {sorted(runs)}, got {reference!r}")
+    curves = {label: load_training_curve(p) for label, p in runs.items()}
+    level = final_level(curves[reference]) if reference is not None else None
+    plt = import_pyplot(path)
+    if plt is None:
+        return False
+    fig, (reward, length) = plt.subplots(2, 1, figsize=(8, 8), sharex=True)
+    for label, rows in curves.items():
+        name = label
+        if level is not None:
+            reached = time_to_reach(rows, level)
+            name += f" (reached {level:.3f} at {reached:.0f} s)" if reached is not None else f" (never {level:.3f})"
+        for ax, key, legend in ((reward, "track_lin_vel", name), (length, "episode_length", label)):
+            points = [(r["wall_s"], r[key]) for r in rows if r[key] is not None]
+            if points:
+                ax.plot(*zip(*points, strict=True), label=legend)
+    if level is not None:
+        reward.axhline(level, linestyle="--", color="grey", linewidth=1, label=f"{reference}'s final level")
+    reward.set_ylabel("linear-velocity tracking reward\n(per second of max episode)")
+    reward.set_title(title, fontsize=11)
+    length.set_ylabel("mean episode length (steps)")
+    length.set_xlabel("wall-clock seconds since training started")
+    for ax in (reward, length):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return True

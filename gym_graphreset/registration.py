@@ -45,10 +45,18 @@ def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
     return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
 
 
+def _make_go1(num_envs: int = 1, **kwargs: Any) -> Any:
+    from gym_graphreset.envs.go1 import Go1VelocityFlatEnv
+
+    return Go1VelocityFlatEnv(num_envs, **kwargs)
+
+
 def register_envs() -> None:
     """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
     if "gym_graphreset/ResetHeavyHalfCheetah-v0" not in gym.registry:
         gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
+    if "gym_graphreset/Go1-Velocity-Flat-v0" not in gym.registry:
+        gym.register(id="gym_graphreset/Go1-Velocity-Flat-v0", vector_entry_point=_make_go1, max_episode_steps=1000)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
             horizon = gym.spec(task).max_episode_steps  # Gymnasium's own registration (Reacher: 50)

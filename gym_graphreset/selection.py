@@ -161,7 +161,7 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
     if isinstance(x, (list, tuple)):
         x = _list_to_tensor(x)
     elif isinstance(x, np.ndarray):
-        x = torch.from_numpy(x)
+        x = _numpy_to_tensor(x)
     elif isinstance(x, (bool, int, np.integer)) and not isinstance(x, (bool, np.bool_)):
         x = torch.tensor([int(x)])
     elif not isinstance(x, torch.Tensor):
@@ -170,6 +170,11 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
             f"got {type(x).__name__}"
         )
     x = x.to(device)
+    if x.dtype == torch.uint8:
+        raise TypeError(
+            "`reset_mask` of dtype uint8 is ambiguous (torch indexes with it as a mask, numpy as row ids): "
+            "pass a bool mask (`mask.bool()`) or integer row ids (`ids.long()`)"
+        )
     if x.dtype == torch.bool:
         if x.shape != (num_envs,):
             raise ValueError(f"a bool reset mask must have shape ({num_envs},), got {tuple(x.shape)}")
@@ -183,6 +188,13 @@ def resolve_reset_mask(x: Any, num_envs: int, device: torch.device | str) -> tor
     mask = torch.zeros(num_envs, dtype=torch.bool, device=device)
     mask[ids] = True
     return mask
+
+
+def _numpy_to_tensor(x: np.ndarray) -> torch.Tensor:
+    """A copy of a numpy mask or ids in any memory layout (reversed, strided, non-native byte order)."""
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"`reset_mask` must be a bool mask or integer row ids, got a numpy array of dtype {x.dtype}")
+    return torch.tensor(np.ascontiguousarray(x, dtype=x.dtype.newbyteorder("=")))  # a copy: read-only is fine
 
 
 def _list_to_tensor(values: list[Any] | tuple[Any, ...]) -> torch.Tensor:

@@ -25,14 +25,14 @@ from typing import Any
 import torch
 from gymnasium.vector import VectorEnv
 
-from gym_graphreset.buffers import TensorStore, tree_copy_, tree_leaves, tree_map, tree_where
+from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_leaves, tree_map, tree_where
 from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.selection import ResetSelection
+from gym_graphreset.selection import ResetSelection, participant_name
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut"]
+__all__ = ["MaskedPath", "SelectedRowPath", "StepBody", "StepOut", "check_reset_obs"]
 
 StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
 """``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
@@ -44,11 +44,11 @@ def run_eagerly(fn: Callable[[], None]) -> None:
     fn()
 
 
-def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor) -> None:
-    """Latch ``finite_reset_obs``: the reset rows' new observations are finite (no host read)."""
+def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
+    """Latch ``finite_reset_obs``: the reset rows' (``None``: every row's) new observations are finite."""
     for _, leaf in tree_leaves(reset_obs):
         if leaf.dtype.is_floating_point:
-            ok = finite_rows(leaf) | ~rows
+            ok = finite_rows(leaf) if rows is None else finite_rows(leaf) | ~rows
             latch.require(ok, "finite_reset_obs", "a reset produced NaN or inf observations")
 
 
@@ -126,6 +126,11 @@ class _Path:
         # is not overwritten by the next step (Gymnasium hands out fresh arrays too).
         for provider in self.parts.info_providers:
             entries = provider.info()
+            if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+                raise ValueError(
+                    f"the reset term {participant_name(provider)} publishes info key(s) {clash} that the step's "
+                    "info already holds (from the inner env or its reset): one would silently replace the other"
+                )
             entries = entries if self.carriers is not None else _fresh(entries)
             info.update(entries)
             if "final_info" in info:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
@@ -229,7 +234,7 @@ class MaskedPath(_Path):
                 }
             )
             if self.obs_carrier is None:
-                self.obs_carrier = tree_map(torch.empty_like, c["final_obs"])
+                self.obs_carrier = tree_map(owned_like, c["final_obs"])
             c["obs"] = self._c["obs"] = self.obs_carrier
             self._c.update(c)
             self.run_reset(self._reset_carriers)

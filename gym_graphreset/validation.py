@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "all_finite", "finite_rows"]
+__all__ = ["DeferredValidationError", "FailedCheck", "PendingChecks", "ValidationLatch", "finite_rows"]
 
 PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor | None, str]]
 """A region's deferred checks: name -> (``ok``, its row summary or ``None``, message).
@@ -34,11 +34,6 @@ def finite_rows(x: torch.Tensor) -> torch.Tensor:
     """
     ok = (x * 0) == 0
     return ok.reshape(x.shape[0], -1).all(dim=1) if x.dim() > 1 else ok
-
-
-def all_finite(x: torch.Tensor) -> torch.Tensor:
-    """Whether every element of ``x`` is finite, as a 0-dim bool tensor (no host read)."""
-    return ((x * 0) == 0).all()
 
 
 @dataclass(frozen=True)
@@ -75,6 +70,10 @@ class DeferredValidationError(RuntimeError):
             + "\n".join(lines)
             + "\nThe env refuses to step until reset()."
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by the constructor's arguments (a worker process's failure reaches its parent intact)."""
+        return type(self), (self.failures, self.window)
 
 
 class ValidationLatch:
@@ -275,9 +274,12 @@ class ValidationLatch:
     def _poll_ranks(self, group: Any) -> list[FailedCheck]:
         import torch.distributed as dist
 
-        gathered = [torch.empty_like(self.first_failed) for _ in range(dist.get_world_size(group))]
-        dist.all_gather(gathered, self.first_failed, group=group)  # the one collective of a passing poll
-        per_rank = [t.tolist() for t in gathered]
+        cap = self.capacity
+        packed = torch.cat((self.first_failed, self.rows.flatten()))  # rows ride along: no extra collective
+        gathered = [torch.empty_like(packed) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(gathered, packed, group=group)  # the one collective of a passing poll
+        values_of = [t.tolist() for t in gathered]
+        per_rank = [values[:cap] for values in values_of]
         if all(v < 0 for values in per_rank for v in values):
             return []
         # Some rank failed (every rank sees it): gather the check names too, since a rank may have
@@ -285,7 +287,9 @@ class ValidationLatch:
         labels: list[Any] = [None] * len(gathered)
         dist.all_gather_object(labels, (list(self._slots), list(self._messages)), group=group)
         return [
-            FailedCheck(labels[rank][0][i], labels[rank][1][i], v, rank)
+            FailedCheck(
+                labels[rank][0][i], labels[rank][1][i], v, rank, *_rows(values_of[rank][cap + 2 * i : cap + 2 * i + 2])
+            )
             for rank, values in enumerate(per_rank)
             for i, v in enumerate(values[: len(labels[rank][0])])
             if v >= 0

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.buffers import PublicationRing, tree_leaves
+from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.config import AutoresetConfig, PresetName
 from gym_graphreset.executors import CapturedReset, CapturedStep, EagerStep, GraphFactory
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
@@ -38,17 +38,31 @@ from gym_graphreset.inputs import (
     check_seed,
     env_device,
 )
-from gym_graphreset.participants import Participants
+from gym_graphreset.participants import Participants, claim_terms, record_terms, release_terms
 from gym_graphreset.protocols import Bindable
 from gym_graphreset.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
-from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, run_eagerly
-from gym_graphreset.validation import DeferredValidationError, ValidationLatch, finite_rows
+from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut, check_reset_obs, run_eagerly
+from gym_graphreset.validation import DeferredValidationError, ValidationLatch
 
-__all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv"]
+__all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
 
 
 class ClosedEnvironmentError(RuntimeError):
     """``step()`` or ``reset()`` was called after ``close()``."""
+
+
+class InterruptedStepError(RuntimeError):
+    """``step()`` was called after a step or reset raised part-way (an exception or ``KeyboardInterrupt``).
+
+    The inner env or some terms may have advanced or reset rows that the rest did not: the env fails
+    closed, like after a latched validation failure, until a full ``reset()``.
+    """
+
+
+def _interruption(call: str, exc: BaseException) -> str:
+    """What was interrupted and by what, for the refusal of the next step."""
+    detail = f": {exc}" if str(exc) else ""
+    return f"{call} was interrupted by {type(exc).__name__}{detail}"
 
 
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
@@ -143,16 +157,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._action_bounds = action_bounds(self.single_action_space, self.device)
         self.host_step = 0
         self._failed: DeferredValidationError | None = None
+        self._interrupted: str | None = None  # what raised part-way: the env fails closed until a full reset()
         self._needs_reset = True
         self._closed = False
         self._parts = Participants(env, {})
-        for name, term in terms.items():
-            self._parts = self._parts.with_term(name, term)
-        for term in terms.values():
-            if isinstance(term, Bindable):
-                term.bind(self)
-        self._negotiate()
+        self._add_terms(terms)
         self._build()
+        record_terms(self, terms)
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -161,14 +172,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
     # ------------------------------------------------------------------ construction
 
-    def _negotiate(self) -> None:
-        if self.config.masked_autoreset and (blockers := self.reset_selection_blockers()):
+    def _negotiate(self, parts: Participants, added: str | None = None) -> None:
+        """Refuse participants the configuration cannot run, naming every one (or the term ``added``)."""
+        if self.config.masked_autoreset and added in parts.reset_selection_blockers():
+            raise ResetSelectionUnsupportedError(
+                f"`masked_autoreset=True` but reset term {added!r} cannot take a ResetSelection"
+            )
+        if self.config.masked_autoreset and (blockers := parts.reset_selection_blockers()):
             raise ResetSelectionUnsupportedError(
                 "`masked_autoreset=True` but these reset participants cannot take a ResetSelection: "
                 f"{', '.join(blockers)}. Declare `supports_reset_selection = True` (or use "
                 "@reset_selection_capable) on each after converting its reset to masked writes."
             )
-        if self.config.executor == "step_graph" and (blockers := self.step_capture_blockers()):
+        if self.config.executor == "step_graph" and (blockers := parts.step_capture_blockers()):
             raise ValueError(
                 "`cuda_graph_scope='step'` captures the whole step, but these participants do not declare "
                 f"`supports_step_capture = True`: {', '.join(blockers)}; use cuda_graph_scope='reset'"
@@ -238,15 +254,22 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
         A held graph is dropped (the next step captures again): the captured body no longer matches.
         """
-        parts = self._parts.with_term(name, term)  # checks the protocol and the name first
-        if self.config.masked_autoreset and name in parts.reset_selection_blockers():
-            raise ResetSelectionUnsupportedError(
-                f"`masked_autoreset=True` but reset term {name!r} cannot take a ResetSelection"
-            )
-        if isinstance(term, Bindable):
-            term.bind(self)
-        self._parts = parts
+        self._add_terms({name: term}, added=name)
         self._build()
+        record_terms(self, {name: term})
+
+    def _add_terms(self, terms: dict[str, Any], added: str | None = None) -> None:
+        """Check ``terms`` (protocol, names, what the configuration needs of them), bind them, register them."""
+        parts = self._parts
+        for name, term in terms.items():
+            parts = parts.with_term(name, term)  # checks the protocol and the name first
+        self._negotiate(parts, added)
+        claim_terms(self, terms, self._parts.terms)  # one term object, one env and one name (before bind)
+        for term in terms.values():
+            if isinstance(term, Bindable):
+                term.bind(self)
+        parts.check_info_keys()
+        self._parts = parts
 
     def capture_fingerprint(self) -> Hashable:
         """What a held graph's pointer guard compares before each replay; a change recaptures first.
@@ -296,14 +319,42 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
         Arguments are checked before anything changes: a refused reset leaves the env as it was. Pending
         latched checks are polled first: a failure found there is raised (and the env stays closed until
-        the next ``reset()``).
+        the next ``reset()``). The first reset, and the one after an interrupted step or reset, must cover
+        every row (a ``reset_mask`` that leaves rows out is refused). A reset that raises part-way leaves
+        the env refusing to step until a full reset succeeds.
         """
         self._check_open("reset")
         seed = check_seed(seed)
         mask = check_reset_options(options, self.num_envs, self.device)
+        if mask is not None and self._needs_reset and not bool(mask.all()):  # host read: reset() may read
+            raise ValueError(self._partial_reset_refusal())
         if self._failed is None:
             self.poll_finite_validation()
+        try:
+            return self._reset(seed, options, mask)
+        except BaseException as exc:
+            self._fail_closed("reset()", exc)
+            raise
+
+    def _partial_reset_refusal(self) -> str:
+        why = self._interrupted or "the env was never reset"
+        return (
+            f"`options['reset_mask']` must cover every row here: {why}, so rows outside the mask would step "
+            "from a state they never got (Gymnasium's sub-envs raise ResetNeeded); call reset() without "
+            "a reset_mask"
+        )
+
+    def _fail_closed(self, call: str, exc: BaseException) -> None:
+        """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
+        if exc is not self._failed:
+            self._interrupted = _interruption(call, exc)
+            self._needs_reset = True
+
+    def _reset(
+        self, seed: int | None, options: dict[str, Any] | None, mask: torch.Tensor | None
+    ) -> tuple[Any, dict[str, Any]]:
         self._failed = None
+        self._interrupted = None
         self.latch.clear()
         inner_options = None if options is None else {**options, **({} if mask is None else {"reset_mask": mask})}
         obs, info = self.env.reset(seed=seed, options=inner_options)
@@ -313,34 +364,45 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if mask is None:
             for publisher in self._parts.publishers:
                 publisher.clear_published()
-        for _, leaf in tree_leaves(obs):
-            if leaf.dtype.is_floating_point:
-                ok = finite_rows(leaf) if mask is None else finite_rows(leaf) | ~mask
-                self.latch.require(ok, "finite_reset_obs", "reset() produced NaN or inf observations")
+        check_reset_obs(self.latch, obs, mask)
         self._needs_reset = False
         if not self.config.defer_finite_validation:
             self.poll_finite_validation()
         if self.config.persistent_step_buffers:
             if isinstance(self._path, MaskedPath):
                 obs = self._path.write_reset_obs(obs)
-            obs, info = self.ring.publish((obs, info))
+            obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
         return obs, info
 
     def step(self, actions: torch.Tensor) -> StepOut:
-        """Step every row and reset the rows that finished (SAME_STEP output)."""
+        """Step every row and reset the rows that finished (SAME_STEP output).
+
+        A step that raises part-way (in the inner env, a term, a graph's capture or replay, or a
+        ``KeyboardInterrupt``) fails closed: later steps raise :class:`InterruptedStepError`, naming what
+        was interrupted, until a full ``reset()``.
+        """
         self._check_open("step")
         if self._failed is not None:
             raise DeferredValidationError(self._failed.failures, self._failed.window)
+        if self._interrupted is not None:
+            raise InterruptedStepError(
+                f"{self._interrupted}, so the inner env and the reset terms may disagree about some rows; "
+                "the env refuses to step until a full reset() (without reset_mask)"
+            )
         if self._needs_reset:
             raise RuntimeError("call reset() before step()")
         space, read_values = self.single_action_space, not self.config.defer_finite_validation
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
-        out = self._executor(actions)
-        self.host_step += 1
-        if self.config.persistent_step_buffers:
-            out = self.ring.publish(out)
-        if read_values or self.host_step % self.config.validation_poll_interval == 0:
-            self.poll_finite_validation()
+        try:
+            out = self._executor(actions)
+            self.host_step += 1
+            if self.config.persistent_step_buffers:
+                out = self.ring.publish(out)
+            if read_values or self.host_step % self.config.validation_poll_interval == 0:
+                self.poll_finite_validation()
+        except BaseException as exc:
+            self._fail_closed(f"step() {self.host_step + 1}", exc)
+            raise
         obs, reward, terminated, truncated, info = out
         return obs, reward, terminated, truncated, dict(info)
 
@@ -351,6 +413,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 self.poll_finite_validation()
         finally:
             self._closed = True
+            release_terms(self, self._parts.terms)  # a closed env's terms may serve another env
             super().close(**kwargs)
 
 

@@ -82,12 +82,18 @@ class _TorchVectorWrapper(VectorWrapper):
 class NormalizeObservation(_TorchVectorWrapper):
     """Observations standardised by running mean/variance of the observations seen after each step.
 
+    Non-finite observations (NaN or inf, which normalising and clipping would hide) are latched as
+    ``normalize_observation_finite`` with their rows, whether statistics are updated or frozen, and
+    whether they came from a step or a reset; their rows never update the statistics.
+
     Args:
         env: The inner env (Box observations).
         epsilon: Added to the variance.
         clip: Normalised observations are clipped to ``[-clip, clip]``.
         update: Whether statistics are updated (set ``False`` to freeze them for evaluation).
     """
+
+    supports_reset_selection = True  # its reset is overridden below, forwarding the selection: re-declared
 
     def __init__(self, env: VectorEnv, epsilon: float = 1e-8, clip: float = 10.0, update: bool = True) -> None:
         super().__init__(env)
@@ -96,15 +102,22 @@ class NormalizeObservation(_TorchVectorWrapper):
         self.var = torch.ones(shape, dtype=torch.float64, device=self.device)
         self.count = torch.full((), epsilon, dtype=torch.float64, device=self.device)
         self.epsilon, self.clip, self.update = epsilon, clip, update
-        self.finite_rows = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)
+        self.finite_rows = torch.ones(env.num_envs, dtype=torch.bool, device=self.device)  # since the last check
         self.single_observation_space = spaces.Box(-clip, clip, shape, np.float32)
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Forward the reset; a full reset (no ``reset_mask``) forgets rows seen non-finite before it."""
+        if (options or {}).get("reset_mask") is None:
+            self.finite_rows.fill_(True)
+        return super().reset(seed=seed, options=options)
+
     def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
+        finite = finite_rows(obs)
+        self.finite_rows.logical_and_(finite)  # latched at the next check, frozen statistics or not
         if update and self.update:  # from finite rows only: one NaN row must not poison every row's statistics
-            self.finite_rows.copy_(finite_rows(obs))
-            w = self.finite_rows.to(torch.float64).unsqueeze(1)
-            x = torch.where(self.finite_rows.unsqueeze(1), obs.double(), 0.0)
+            w = finite.to(torch.float64).unsqueeze(1)
+            x = torch.where(finite.unsqueeze(1), obs.double(), 0.0)
             n = w.sum()
             batch_mean = x.sum(0) / n.clamp(min=1.0)
             batch_var = (w * (x - batch_mean).square()).sum(0) / n.clamp(min=1.0)
@@ -116,10 +129,13 @@ class NormalizeObservation(_TorchVectorWrapper):
         return out.clamp(-self.clip, self.clip).to(obs.dtype)
 
     def add_checks(self, latch: CheckSink) -> None:
-        """Latch the rows whose observations were left out of the statistics (NaN or inf)."""
+        """Latch the rows seen with NaN or inf observations since the last check (left out of the statistics)."""
         latch.require(
-            self.finite_rows, "normalize_observation_finite", "NaN or inf observations (left out of the statistics)"
+            self.finite_rows.clone(),  # a batched latch holds the tensor until its region ends
+            "normalize_observation_finite",
+            "NaN or inf observations (left out of the statistics)",
         )
+        self.finite_rows.fill_(True)
 
 
 class _RewardWrapper(_TorchVectorWrapper):

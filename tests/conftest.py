@@ -127,3 +127,18 @@ def cartpole_factory():
         return FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(num_envs, device=device), **flags)
 
     return make
+
+
+CPU_PRESETS = ("selected", "masked", "masked_persistent")
+"""The presets that run on the CPU: every adapter's tests run on each."""
+
+
+@pytest.fixture(params=[*CPU_PRESETS, pytest.param("step_graph", marks=[pytest.mark.cuda, needs_cuda])])
+def preset(request: pytest.FixtureRequest) -> str:
+    """Every CPU preset, and the whole-step graph where there is a GPU (adapters' tests)."""
+    return request.param
+
+
+def preset_device(preset: str) -> torch.device:
+    """Where an env for ``preset`` runs: CUDA for the graph presets, else the CPU."""
+    return torch.device("cuda" if preset in ("reset_graph", "step_graph") else "cpu")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
@@ -51,3 +53,58 @@ def test_tree_where_rows() -> None:
     assert out["x"].tolist() == [[1, 1], [0, 0], [1, 1]]
     with pytest.raises(TypeError, match="observations must be tensors"):
         tree_where(mask, 1.0, 2.0)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("resets", [1, 2, 5])
+def test_resets_between_steps_do_not_shorten_the_promise(depth: int, resets: int) -> None:
+    """Reset publications between steps take slots of their own: every publication made after step t
+    (step t's included) is unchanged through step t + depth - 1, and the ring stays bounded."""
+    ring = PublicationRing(depth)
+    held: list[tuple[int, Any, float]] = []  # (step count when published, tree, value)
+    value = 0.0
+    for t in range(6 * depth):
+        for is_step in [True] + [False] * (resets if t % 2 else 0):
+            value += 1
+            held.append((ring.steps + int(is_step), ring.publish(_tree(value), step=is_step), value))
+        for published_at, tree, v in held:
+            if ring.steps < published_at + depth:
+                assert tree[0].eq(v).all(), f"a value published at step {published_at} changed at {ring.steps}"
+    assert len(ring.slots) <= depth * (1 + resets)  # at most the publications that may still be held
+
+
+_MODES = {
+    "inference_mode": torch.inference_mode,
+    "no_grad": torch.no_grad,
+    "plain": torch.enable_grad,
+}
+
+
+@pytest.mark.parametrize(("first", "then"), [(a, b) for a in _MODES for b in _MODES if a != b], ids=lambda m: str(m))
+def test_any_mix_of_grad_modes_steps_every_preset(preset: str, first: str, then: str) -> None:
+    """Buffers made on a first reset/step under inference mode (rsl_rl's rollout) stay writable outside it."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    from .conftest import preset_device
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4, max_episode_steps=3, device=preset_device(preset)), preset)
+    actions = torch.ones(4, dtype=torch.long, device=env.device)
+    with _MODES[first]():
+        env.reset(seed=0)
+        for _ in range(4):
+            env.step(actions)
+    with _MODES[then]():
+        for _ in range(6):
+            obs, *_ = env.step(actions)
+        env.reset()
+    assert obs.shape == (4, 4)
+
+
+def test_owned_like_is_never_an_inference_tensor() -> None:
+    from gym_graphreset.buffers import owned_like
+
+    with torch.inference_mode():
+        made = owned_like(torch.ones(3))
+    assert not made.is_inference()
+    made.copy_(torch.zeros(3))  # writable outside inference mode

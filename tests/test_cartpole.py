@@ -87,3 +87,20 @@ def test_bad_arguments() -> None:
     env = CartPoleVectorEnv(2)
     with pytest.raises(ValueError, match="`seed` must be an int or None"):
         env.reset(seed=[1, 2])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", CartPoleVectorEnv.supported_dtypes)
+def test_supported_dtypes_reset_finite_and_in_range(dtype: torch.dtype) -> None:
+    """Every declared dtype gives finite reset draws in [-0.05, 0.05] and steps."""
+    env = CartPoleVectorEnv(64, dtype=dtype)
+    obs, _ = env.reset(seed=0)
+    assert env.state.dtype == dtype and bool(torch.isfinite(obs).all()) and float(obs.abs().max()) <= 0.05
+    obs, *_ = env.step(torch.ones(64, dtype=torch.long))
+    assert bool(torch.isfinite(obs).all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int64, torch.complex64, "float32", None])
+def test_unsupported_dtypes_refused_by_name(dtype: object) -> None:
+    """A dtype outside ``supported_dtypes`` (half precision made every reset obs inf) is refused, naming both."""
+    with pytest.raises(ValueError, match=r"`dtype` must be one of CartPoleVectorEnv.supported_dtypes \(torch.float32"):
+        CartPoleVectorEnv(4, dtype=dtype)  # type: ignore[arg-type]

@@ -13,6 +13,8 @@ from torch.distributions.normal import Normal
 
 from gym_graphreset.integrations.cleanrl import make_envs
 
+from .conftest import preset_device
+
 DOC = Path(__file__).resolve().parents[1] / "docs" / "cleanrl.md"
 
 
@@ -33,11 +35,11 @@ class Agent(nn.Module):
         return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
 
 
-def test_cleanrl_rollout_runs_and_logs_raw_returns() -> None:
+def test_cleanrl_rollout_runs_and_logs_raw_returns(preset: str) -> None:
     num_envs, num_steps, gamma, gae_lambda, seed = 16, 64, 0.99, 0.95, 1
-    device = torch.device("cpu")
+    device = preset_device(preset)
     torch.manual_seed(seed)
-    envs = make_envs("gym_graphreset/InvertedPendulum-v5", num_envs, device, gamma)
+    envs = make_envs("gym_graphreset/InvertedPendulum-v5", num_envs, device, gamma, mode=preset)
     agent = Agent(envs).to(device)
     obs = torch.zeros((num_steps, num_envs, *envs.single_observation_space.shape)).to(device)
     rewards = torch.zeros((num_steps, num_envs)).to(device)

@@ -94,7 +94,44 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "an integer physics dtype": (
         lambda: CartPoleVectorEnv(N, dtype=torch.int32),
         ValueError,
-        "`dtype` must be a floating torch dtype (the physics state), got torch.int32",
+        "`dtype` must be one of CartPoleVectorEnv.supported_dtypes (torch.float32, torch.float64)",
+    ),
+    "max_episode_steps beyond int64": (
+        lambda: CartPoleVectorEnv(N, max_episode_steps=10**30),
+        ValueError,
+        f"`max_episode_steps` must be <= {2**63 - 1}, got {10**30}",
+    ),
+    "num_envs beyond int32 rows": (
+        lambda: CartPoleVectorEnv(2**31),
+        ValueError,
+        f"`num_envs` must be <= {2**31 - 1}, got {2**31}",
+    ),
+    "negative global_env_offset": (
+        lambda: CartPoleVectorEnv(N, global_env_offset=-1),
+        ValueError,
+        "`global_env_offset` must be >= 0, got -1",
+    ),
+    "global_env_offset whose ids overflow int64": (
+        lambda: CartPoleVectorEnv(N, global_env_offset=2**63 - 2),
+        ValueError,
+        f"`global_env_offset` must be <= {2**63 - 1 - N}, got {2**63 - 2}",
+    ),
+    "published_buffer_depth=sys.maxsize": (
+        lambda: FixedShapeAutoresetVectorEnv(
+            CartPoleVectorEnv(N), "masked_persistent", published_buffer_depth=2**63 - 1
+        ),
+        ValueError,
+        f"`published_buffer_depth` must be an int <= {2**16} (one copy of the step's outputs per slot), got ",
+    ),
+    "validation_poll_interval beyond int64": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), "masked", validation_poll_interval=2**64),
+        ValueError,
+        f"`validation_poll_interval` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**64}",
+    ),
+    "autoreset_graph_warmup beyond int64": (
+        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), autoreset_graph_warmup=2**63),
+        ValueError,
+        f"`autoreset_graph_warmup` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**63}",
     ),
     "device='tpu'": (lambda: CartPoleVectorEnv(N, device="tpu"), ValueError, "`device` must be 'cpu' or 'cuda[:N]'"),
     "ResetSelection(2.5)": (lambda: ResetSelection(2.5, "cpu"), TypeError, "`num_envs` must be an int >= 1, got 2.5"),  # type: ignore[arg-type]
@@ -138,6 +175,23 @@ def test_construction_refused_by_name(case: str) -> None:
         make()
 
 
+def test_deepest_ring_constructs_without_allocating() -> None:
+    """The largest accepted ``published_buffer_depth`` makes no slot before it is used (no hang)."""
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), "masked_persistent", published_buffer_depth=2**16)
+    assert env.ring.slots == []
+    env.reset(seed=0)
+    env.step(torch.zeros(N, dtype=torch.long))
+    assert len(env.ring.slots) == 2
+
+
+def test_longest_horizon_steps_without_overflow() -> None:
+    """``max_episode_steps`` at the int64 limit is accepted and compared on the device without overflow."""
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N, max_episode_steps=2**63 - 1))
+    env.reset(seed=0)
+    _, _, _, truncated, _ = env.step(torch.zeros(N, dtype=torch.long))
+    assert not bool(truncated.any())
+
+
 def test_cpu_0_is_the_cpu() -> None:
     """``device="cpu:0"`` is the CPU: actions made on "cpu" are accepted."""
     env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N, device="cpu:0"))
@@ -179,6 +233,21 @@ BAD_RESETS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
         "ResetSelection has 3 rows, expected 4",
     ),
     "a set of ids": ({"options": {"reset_mask": {0, 1}}}, TypeError, "`reset_mask` must be None, a bool mask"),
+    "torch uint8": (
+        {"options": {"reset_mask": torch.tensor([1, 0, 1, 0], dtype=torch.uint8)}},
+        TypeError,
+        "`reset_mask` of dtype uint8 is ambiguous",
+    ),
+    "numpy uint8": (
+        {"options": {"reset_mask": np.array([1, 0, 1, 0], dtype=np.uint8)}},
+        TypeError,
+        "`reset_mask` of dtype uint8 is ambiguous",
+    ),
+    "numpy object array": (
+        {"options": {"reset_mask": np.array([True, None, True, False])}},
+        TypeError,
+        "`reset_mask` must be a bool mask or integer row ids, got a numpy array of dtype object",
+    ),
 }
 
 
@@ -231,6 +300,31 @@ def test_bool_list_is_a_mask_and_int_list_ids(mode: str) -> None:
     assert (env.env.episode - before).tolist() == [1, 0, 1, 0]
     env.reset(options={"reset_mask": [3]})
     assert (env.env.episode - before).tolist() == [1, 0, 1, 1]
+
+
+NUMPY_LAYOUTS: dict[str, Callable[[], np.ndarray]] = {  # each selects rows 0 and 1
+    "reversed bool": lambda: np.array([False, False, True, True])[::-1],
+    "strided bool": lambda: np.array([True, False, True, False, False, True, False, True])[::2],
+    "reversed ids": lambda: np.array([1, 0])[::-1],
+    "big-endian ids": lambda: np.array([0, 1], dtype=">i8"),
+    "read-only bool": lambda: _read_only(np.array([True, True, False, False])),
+}
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+@pytest.mark.parametrize("layout", list(NUMPY_LAYOUTS))
+def test_numpy_mask_in_any_memory_layout(mode: str, layout: str) -> None:
+    """A valid numpy mask or ids array resets rows 0 and 1, whatever its strides or byte order."""
+    env = _cartpole(mode)
+    env.reset(seed=0)
+    before = env.env.episode.clone()
+    env.reset(options={"reset_mask": NUMPY_LAYOUTS[layout]()})
+    assert (env.env.episode - before).tolist() == [1, 1, 0, 0]
 
 
 def test_huge_seed_is_folded_not_refused() -> None:

@@ -10,7 +10,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gym_graphreset"
 # Lower layers never import higher ones; modules of a layer may import each other (acyclically).
 LAYERS: list[set[str]] = [
-    {"selection", "rng", "buffers", "host_transitions", "validation", "config", "compiling"},
+    {"selection", "rng", "buffers", "host_transitions", "validation", "config", "compiling", "dynamo_records"},
     {"protocols", "graph"},
     {"participants", "inputs", "terms"},
     {"stepping"},
@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
         "distributed",
         "testing",
         "baselines",
+        "peers",
         "host_reads",
         "bench",
         "plotting",

@@ -295,3 +295,23 @@ def test_env_physics_is_raw_mujoco_warp() -> None:
         assert module.main(["--states", "4", "--out", out]) == 0
         summary = json.loads((Path(out) / "contact-parity-Ant-v5-cpu.json").read_text())["summary"]
     assert summary["env_vs_warp"] == 0.0
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "copy", "wrapped deepcopy"])
+def test_pickle_and_copy_refused_by_name(how: str) -> None:
+    """Pickling or copying a MuJoCo Warp env (or a wrapper around it) names the env and what to do instead."""
+    import copy
+    import pickle
+
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs.mujoco_tasks import InvertedPendulumEnv
+
+    env = InvertedPendulumEnv(2, device="cpu")
+    calls = {
+        "pickle": lambda: pickle.dumps(env),
+        "deepcopy": lambda: copy.deepcopy(env),
+        "copy": lambda: copy.copy(env),
+        "wrapped deepcopy": lambda: copy.deepcopy(FixedShapeAutoresetVectorEnv(env)),
+    }
+    with pytest.raises(TypeError, match=r"InvertedPendulumEnv cannot be pickled or copied: .*Build another env"):
+        calls[how]()

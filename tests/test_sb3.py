@@ -18,15 +18,29 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.integrations.sb3 import SB3VecEnv
 
-from .conftest import MODES, scripted_env
+from .conftest import MODES, preset_device, scripted_env
 
 
-@pytest.fixture(params=["selected", "masked_persistent"])
-def cartpole(request: pytest.FixtureRequest) -> SB3VecEnv:
-    inner = CartPoleVectorEnv(8, max_episode_steps=6)  # short: truncations happen
-    return SB3VecEnv(
-        FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **MODES[request.param])
-    )
+@pytest.fixture
+def cartpole(preset: str) -> SB3VecEnv:
+    inner = CartPoleVectorEnv(8, max_episode_steps=6, device=preset_device(preset))  # short: truncations happen
+    return SB3VecEnv(FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"ep": EpisodeStatistics()}))
+
+
+def test_reset_returns_a_copy_that_later_steps_leave_alone(cartpole: SB3VecEnv) -> None:
+    """SB3 keeps the reset obs as `_last_obs`: it must not be a view of a buffer the ring rewrites."""
+    cartpole.seed(0)
+    obs = cartpole.reset()
+    kept = obs.copy()
+    for t in range(5):
+        cartpole.step(np.full(8, t % 2))
+    np.testing.assert_array_equal(obs, kept)
+
+
+def test_float_actions_for_discrete_are_refused_not_truncated(cartpole: SB3VecEnv) -> None:
+    cartpole.reset()
+    with pytest.raises(ValueError, match=re.escape("integer dtype for a Discrete action space")):
+        cartpole.step_async(np.array([0.7, 1.9, -0.4, 0.0, 1.0, 0.0, 1.0, 0.0]))
 
 
 def test_is_a_vecenv_with_numpy_io(cartpole: SB3VecEnv) -> None:

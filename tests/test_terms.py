@@ -3,6 +3,8 @@ published in ``final_info`` too."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -62,3 +64,121 @@ def test_wrapped_returns_on_request_differ() -> None:
 def test_bad_rewards_argument() -> None:
     with pytest.raises(ValueError, match="`rewards` must be 'raw' or 'wrapped', got 'normalised'"):
         EpisodeStatistics(rewards="normalised")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- info keys and bindings are one term's own
+
+
+class _KeyTerm:
+    """A selection-capable term publishing the given info keys."""
+
+    supports_reset_selection = True
+
+    def __init__(self, *keys: str) -> None:
+        self.keys = keys
+
+    def reset(self, rows: object) -> None: ...
+
+    def info(self) -> dict[str, torch.Tensor]:
+        return {k: torch.zeros(4) for k in self.keys}
+
+
+COLLISIONS = {  # terms, the term refused, what its message names
+    "two EpisodeStatistics (raw and wrapped)": (
+        lambda: {"ep": EpisodeStatistics(), "ep_wrapped": EpisodeStatistics(rewards="wrapped")},
+        "reset term 'ep_wrapped' (EpisodeStatistics) publishes info['episode'], which reset term 'ep'",
+    ),
+    "a term's final_obs": (
+        lambda: {"mine": _KeyTerm("final_obs")},
+        "reset term 'mine' (_KeyTerm) publishes info['final_obs'], which the wrapper itself publishes too",
+    ),
+    "a term's _final_info": (lambda: {"mine": _KeyTerm("x", "_final_info")}, "info['_final_info'], which the wrapper"),
+    "a term's mask key on another's": (
+        lambda: {"ep": EpisodeStatistics(), "mine": _KeyTerm("_episode")},
+        "reset term 'mine' (_KeyTerm) publishes info['_episode'], which reset term 'ep'",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+@pytest.mark.parametrize("case", list(COLLISIONS))
+def test_info_key_collisions_refused_at_construction(mode: str, case: str) -> None:
+    """Two publishers of one info key would silently lose one: refused by name, at construction."""
+    make, message = COLLISIONS[case]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms=make(), **MODES[mode])
+
+
+def test_info_key_collision_refused_by_add_reset_term() -> None:
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": EpisodeStatistics()})
+    with pytest.raises(ValueError, match=re.escape("reset term 'ep2' (EpisodeStatistics) publishes info['episode']")):
+        env.add_reset_term("ep2", EpisodeStatistics())
+    assert list(env.reset_terms) == ["ep"]
+    env.reset(seed=0)
+    env.step(torch.zeros(4, 3))
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+def test_term_key_colliding_with_the_inner_envs_info_is_refused(mode: str) -> None:
+    """The inner env's info keys are known only at a step: there (as Gymnasium's RecordEpisodeStatistics)."""
+    from gym_graphreset import InterruptedStepError
+
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"mine": _KeyTerm("pos_norm")}, **MODES[mode])
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape("_KeyTerm publishes info key(s) ['pos_norm'] that the step's info")):
+        env.step(torch.zeros(4, 3))
+    with pytest.raises(InterruptedStepError):
+        env.step(torch.zeros(4, 3))
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked"])
+def test_one_term_under_two_names_is_refused(mode: str) -> None:
+    ep = EpisodeStatistics()
+    with pytest.raises(ValueError, match=re.escape("reset term 'b' is the same EpisodeStatistics object as term 'a'")):
+        FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"a": ep, "b": ep}, **MODES[mode])
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"a": ep}, **MODES[mode])
+    with pytest.raises(ValueError, match=re.escape("reset term 'b' is the same EpisodeStatistics object as term 'a'")):
+        env.add_reset_term("b", ep)
+
+
+@pytest.mark.parametrize("how", ["constructor", "add_reset_term"])
+def test_one_term_in_two_open_envs_is_refused_until_the_first_closes(how: str) -> None:
+    """A module-level dict of terms reused for a second env: refused, naming the term; fine once closed."""
+    terms = {"ep": EpisodeStatistics()}
+    first = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms=terms)
+    message = re.escape("reset term 'ep' (EpisodeStatistics) is already bound to another open env (as 'ep')")
+
+    def second() -> FixedShapeAutoresetVectorEnv:
+        if how == "constructor":
+            return FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms=terms)
+        env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10))
+        env.add_reset_term("ep", terms["ep"])
+        return env
+
+    with pytest.raises(ValueError, match=message):
+        second()
+    first.reset(seed=0)
+    first.step(torch.zeros(4, 3))  # the first env is untouched by the refusal
+    first.close()
+    second().reset(seed=0)
+
+
+def test_a_refused_construction_binds_nothing() -> None:
+    """A term handed to a construction that failed is free for the next env."""
+    ep = EpisodeStatistics()
+
+    class _Blocker:
+        def reset(self, rows: object) -> None: ...
+
+    with pytest.raises(ValueError, match="cannot take a ResetSelection"):
+        FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep, "b": _Blocker()}, **MODES["masked"])
+    FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep}, **MODES["masked"])
+
+
+def test_a_collected_env_releases_its_terms() -> None:
+    import gc
+
+    ep = EpisodeStatistics()
+    FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep})
+    gc.collect()
+    FixedShapeAutoresetVectorEnv(scripted_env(4, 10), reset_terms={"ep": ep})

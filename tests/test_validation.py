@@ -7,7 +7,7 @@ import contextlib
 import pytest
 import torch
 
-from gym_graphreset.validation import DeferredValidationError, ValidationLatch, all_finite, finite_rows
+from gym_graphreset.validation import DeferredValidationError, FailedCheck, ValidationLatch, finite_rows
 
 
 @pytest.fixture
@@ -138,7 +138,6 @@ def test_finite_helpers_match_isfinite(value: float) -> None:
     x = torch.zeros(3, 4)
     x[1, 2] = value
     assert torch.equal(finite_rows(x), torch.isfinite(x).all(dim=1))
-    assert bool(all_finite(x)) == bool(torch.isfinite(x).all())
     assert torch.equal(finite_rows(x[1]), torch.isfinite(x[1]))
 
 
@@ -164,3 +163,96 @@ def test_failure_names_first_row_and_count_one_read() -> None:
     rows = {f.name: (f.first_row, f.failing_rows) for f in err.value.failures}
     assert rows == {"x": (1, 2), "scalar": (None, None), "b": (1, 2)}
     assert "row 1 and 1 more" in str(err.value)
+
+
+def _library_exceptions() -> list[type[BaseException]]:
+    """Every exception (and warning) class defined in the library's modules."""
+    import importlib
+    import pkgutil
+
+    import gym_graphreset
+
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(gym_graphreset.__path__, "gym_graphreset."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, BaseException) and obj.__module__.startswith("gym_graphreset"):
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return [found[k] for k in sorted(found)]
+
+
+def _sample(cls: type[BaseException]) -> BaseException:
+    """An instance of ``cls`` with every attribute its constructor takes filled in."""
+    if issubclass(cls, DeferredValidationError):
+        return cls([FailedCheck("finite_obs", "NaN", 3, 1, 2, 5)], (0, 9))
+    if "__init__" in vars(cls) and cls is not DeferredValidationError:
+        pytest.fail(f"{cls.__qualname__} has its own __init__: add a sample here so its pickling is tested")
+    return cls("a message naming what failed")
+
+
+@pytest.mark.parametrize("cls", _library_exceptions(), ids=lambda c: c.__qualname__)
+def test_every_library_exception_round_trips_pickle(cls: type[BaseException]) -> None:
+    """A failure in a worker process reaches the parent as itself (not as BrokenProcessPool)."""
+    import pickle
+
+    err = _sample(cls)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == str(err) and back.args == err.args
+    assert vars(back) == vars(err)
+
+
+def test_a_polled_failure_round_trips_pickle(latch: ValidationLatch) -> None:
+    """The error a real poll raises keeps its failures (rows included) and window through pickle."""
+    import pickle
+
+    latch.require(torch.tensor([True, False, False]), "finite_obs", "NaN obs")
+    latch.advance()
+    with pytest.raises(DeferredValidationError) as caught:
+        latch.poll(1)
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert back.failures == caught.value.failures and back.window == caught.value.window
+    assert back.failures[0].first_row == 1 and back.failures[0].failing_rows == 2
+    assert str(back) == str(caught.value)
+
+
+@pytest.fixture
+def process_group(tmp_path):
+    """A one-rank gloo group in this process (the collective path of a poll, without torchrun)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        yield True
+    finally:
+        dist.destroy_process_group()
+
+
+def test_failures_polled_across_ranks_keep_their_rows(process_group) -> None:
+    """Through the collective a failure still names its rank, first failing row and count."""
+    latch = ValidationLatch("cpu", capacity=4)
+    latch.require(torch.tensor([True, True, True]), "quiet", "never fails")
+    latch.advance()
+    latch.require(torch.tensor([True, False, True, False, False]), "finite_obs", "NaN obs")
+    with pytest.raises(DeferredValidationError) as caught:
+        latch.poll(2, process_group)
+    (failure,) = caught.value.failures
+    assert (failure.name, failure.rank, failure.first_failed_step) == ("finite_obs", 0, 1)
+    assert (failure.first_row, failure.failing_rows) == (1, 3)
+    assert "on rank 0: NaN obs (first failed at step 1, row 1 and 2 more)" in str(caught.value)
+
+
+def test_wrapper_with_a_process_group_reports_rows(process_group) -> None:
+    """The wrapper's poll over a process group names the rows, as without one."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), "masked", process_group=process_group)
+    env.reset(seed=0)
+    env.step(torch.tensor([0, 7, 1, 7]))  # out of the Discrete(2) space in rows 1 and 3
+    with pytest.raises(DeferredValidationError, match=r"valid_actions on rank 0: .*row 1 and 1 more\)"):
+        env.poll_finite_validation()

@@ -19,12 +19,16 @@ from gym_graphreset import (
     DeferredValidationError,
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
+    InterruptedStepError,
     ResetSelection,
     ResetSelectionUnsupportedError,
+    fill_rows_,
+    reset_selection_capable,
 )
 from gym_graphreset.envs import CartPoleVectorEnv
+from gym_graphreset.host_transitions import host_transition
 
-from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, scripted_env
+from .conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, needs_cuda, scripted_env
 
 MASKED = MODES["masked"]
 
@@ -518,3 +522,297 @@ def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -
     }[form]
     env.reset(options={"reset_mask": rows})
     assert ep.running_length.tolist() == [2, 2, 0]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("reset_kind", ["partial", "full", "two partial"])
+def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
+    """A ``reset()`` between steps publishes without shortening any publication's lifetime: what step t
+    (or a reset after it) returned is unchanged through step t + depth - 1."""
+    flags = {**MASKED, "persistent_step_buffers": True, "published_buffer_depth": depth}
+    env = FixedShapeAutoresetVectorEnv(scripted_env(3, 40, p_done=0.2), **flags)
+    env.reset(seed=0)
+    held: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (steps done when published, obs, its copy)
+    for t in range(10):
+        obs, *_ = env.step(torch.full((3, 3), 0.1 * t))
+        steps = t + 1
+        held.append((steps, obs, obs.clone()))
+        if t % 3 == 1:
+            masks = {"partial": [[True, False, False]], "full": [None], "two partial": [[0], [2]]}[reset_kind]
+            for mask in masks:
+                obs, _ = env.reset(options=None if mask is None else {"reset_mask": mask})
+                held.append((steps, obs, obs.clone()))
+        for published_at, ref, copy in held:
+            if steps < published_at + depth:
+                assert torch.equal(ref, copy), f"a value published after step {published_at} changed at step {steps}"
+
+
+# ---------------------------------------------------------------- fail closed on an interrupted step or reset
+
+FAULT_MODES = ["selected", "masked", "masked_persistent"]
+
+
+@reset_selection_capable
+class _FaultyTerm:
+    """A reset term that raises, once, in the hook it is armed for (after the env and earlier terms moved)."""
+
+    def __init__(self) -> None:
+        self.armed: str | None = None
+        self.exc: type[BaseException] = ValueError
+
+    def _maybe_raise(self, hook: str) -> None:
+        if self.armed == hook:
+            self.armed = None
+            raise self.exc(f"{hook} broke")
+
+    def reset(self, rows: Any) -> None:
+        self._maybe_raise("reset")
+
+    def on_step(self, step: Any) -> None:
+        self._maybe_raise("on_step")
+
+    def add_checks(self, latch: Any) -> None:
+        self._maybe_raise("add_checks")
+
+    def info(self) -> dict[str, Any]:
+        self._maybe_raise("info")
+        return {}
+
+
+class _FaultyInner(VectorWrapper):
+    """Forwards to the inner env; raises, once, after the inner step or reset changed its state."""
+
+    supports_reset_selection = True
+    supports_step_capture = True
+
+    def __init__(self, env: ScriptedVectorEnv) -> None:
+        super().__init__(env)
+        self.armed: str | None = None
+        self.exc: type[BaseException] = ValueError
+
+    def _maybe_raise(self, hook: str) -> None:
+        if self.armed == hook:
+            self.armed = None
+            raise self.exc(f"inner {hook} broke")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        out = self.env.reset(seed=seed, options=options)
+        self._maybe_raise("reset")
+        return out
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, ...]:
+        out = self.env.step(actions)
+        self._maybe_raise("step")
+        return out
+
+
+@reset_selection_capable
+class _StepCounter:
+    """Steps since each row's reset, published as ``info["count"]`` (a term with state after the faulty one)."""
+
+    def __init__(self, n: int, device: str = "cpu") -> None:
+        self.count = torch.zeros(n, dtype=torch.long, device=device)
+
+    def reset(self, rows: Any) -> None:
+        fill_rows_(self.count, rows, 0)
+
+    def on_step(self, step: Any) -> None:
+        self.count.add_(1)
+
+    def info(self) -> dict[str, Any]:
+        return {"count": self.count}
+
+
+def _fault_env(
+    mode: str, n: int = 4, steps: int = 40
+) -> tuple[FixedShapeAutoresetVectorEnv, _FaultyInner, _FaultyTerm]:
+    term = torch.zeros(steps, n, dtype=torch.bool)
+    term[3::4, 1] = True  # row 1 ends every 4th step from step index 3: the selected path resets there
+    term[5::7, 2] = True
+    inner = _FaultyInner(ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool)))
+    faulty = _FaultyTerm()
+    terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n)}
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **MODES[mode])
+    return env, inner, faulty
+
+
+FAULTS = {  # where: (which object is armed, hook, what triggers it)
+    "term on_step": ("term", "on_step", "step"),
+    "term reset in the autoreset": ("term", "reset", "step"),
+    "term add_checks": ("term", "add_checks", "step"),
+    "term info": ("term", "info", "step"),
+    "inner step after advancing": ("inner", "step", "step"),
+    "inner reset in the autoreset": ("inner", "reset", "step"),
+    "term reset in reset()": ("term", "reset", "reset"),
+    "inner reset in reset()": ("inner", "reset", "reset"),
+}
+
+
+def _outputs(out: tuple[Any, ...]) -> list[torch.Tensor]:
+    obs, rew, term, trunc, info = out
+    return [obs.clone(), rew.clone(), term.clone(), trunc.clone(), info["episode"]["l"].clone(), info["count"].clone()]
+
+
+@pytest.mark.parametrize("mode", FAULT_MODES)
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_interrupted_step_or_reset_fails_closed_until_a_full_reset(
+    mode: str, fault: str, exc: type[BaseException]
+) -> None:
+    """After a step or reset that raised part-way the env refuses to step (naming what was interrupted),
+    refuses a partial reset, and a full reset() recovers: then it steps exactly like an env never faulted."""
+    who, hook, trigger = FAULTS[fault]
+    env, inner, faulty = _fault_env(mode)
+    clean, *_ = _fault_env(mode)
+    actions = [torch.full((4, 3), 0.05 * (t % 5) - 0.1) for t in range(20)]
+    env.reset(seed=0)
+    for a in actions[:3]:
+        env.step(a)
+    target = faulty if who == "term" else inner
+    target.armed, target.exc = hook, exc
+    with pytest.raises(exc, match="broke"):
+        if trigger == "step":
+            env.step(actions[3])
+        else:
+            env.reset(options={"reset_mask": [1, 2]})
+    call = "step\\(\\) 4" if trigger == "step" else "reset\\(\\)"
+    for _ in range(2):  # and keeps refusing
+        with pytest.raises(
+            InterruptedStepError, match=f"{call} was interrupted by {exc.__name__}: .*broke.*reset\\(\\)"
+        ):
+            env.step(actions[4])
+    with pytest.raises(ValueError, match=re.escape("`options['reset_mask']` must cover every row here")):
+        env.reset(options={"reset_mask": [0]})
+    with pytest.raises(InterruptedStepError):
+        env.step(actions[4])
+    env.reset(seed=1)  # a full reset recovers
+    clean.reset(seed=1)
+    for t, a in enumerate(actions[4:]):
+        want, got = _outputs(clean.step(a)), _outputs(env.step(a))
+        for i, (x, y) in enumerate(zip(want, got, strict=True)):
+            assert torch.equal(x, y), f"output {i} differs {t} steps after the recovering reset"
+
+
+@pytest.mark.parametrize("mode", FAULT_MODES)
+def test_a_reset_covering_every_row_recovers_too(mode: str) -> None:
+    """A ``reset_mask`` selecting every row is a full reset: accepted after an interruption."""
+    env, _, faulty = _fault_env(mode)
+    env.reset(seed=0)
+    faulty.armed = "on_step"
+    with pytest.raises(ValueError, match="on_step broke"):
+        env.step(torch.zeros(4, 3))
+    env.reset(options={"reset_mask": [True] * 4})
+    env.step(torch.zeros(4, 3))
+
+
+def test_cartpole_episode_lengths_stay_within_the_cap_after_an_interrupt() -> None:
+    """The reported symptom: with ``max_episode_steps=5`` no episode reported is longer than 5."""
+    faulty = _FaultyTerm()
+    ep = EpisodeStatistics()
+    env = FixedShapeAutoresetVectorEnv(
+        CartPoleVectorEnv(8, max_episode_steps=5), reset_terms={"ep": ep, "faulty": faulty}, **MASKED
+    )
+    env.reset(seed=0)
+    lengths = []
+    for t in range(40):
+        if t in (3, 17):
+            faulty.armed = "on_step"
+            with pytest.raises(ValueError):
+                env.step(torch.zeros(8, dtype=torch.long))
+            with pytest.raises(InterruptedStepError):
+                env.step(torch.zeros(8, dtype=torch.long))
+            env.reset()
+            continue
+        *_, info = env.step(torch.ones(8, dtype=torch.long) * (t % 2))
+        lengths += info["episode"]["l"][info["_episode"]].tolist()
+    assert lengths and max(lengths) <= 5
+
+
+@pytest.mark.parametrize("mask", [[0, 2], [True, False, True, False], "selection"])
+@pytest.mark.parametrize("mode", FAULT_MODES)
+def test_first_reset_with_a_partial_mask_is_refused(mode: str, mask: Any) -> None:
+    """Rows outside a first reset's mask would step from a state they never got: refused, nothing changes."""
+    if mask == "selection":
+        mask = ResetSelection(4, "cpu").set_(torch.tensor([True, False, True, False]))
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 10), **MODES[mode])
+    with pytest.raises(ValueError, match=re.escape("must cover every row here: the env was never reset")):
+        env.reset(seed=0, options={"reset_mask": mask})
+    assert env.env.reset_calls == 0
+    with pytest.raises(RuntimeError, match=re.escape("call reset() before step()")):
+        env.step(torch.zeros(4, 3))
+    env.reset(seed=0, options={"reset_mask": [True] * 4})  # every row: a full first reset
+    env.reset(options={"reset_mask": mask})  # and partial resets are fine from then on
+    env.step(torch.zeros(4, 3))
+
+
+class _FaultyHostTerm(_FaultyTerm):
+    """Also counts its resets on the host through a host transition (replayed after each graph launch)."""
+
+    supports_reset_selection = True  # its reset is overridden: re-declared (the MRO rule)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.host_resets = 0
+
+    def reset(self, rows: Any) -> None:
+        super().reset(rows)
+        host_transition(self._count, "faulty.count")
+
+    def _count(self) -> None:
+        self.host_resets += 1
+        self._maybe_raise("host transition")
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize(
+    ("when", "hook", "step"),
+    [
+        ("warm-up", "on_step", 2),  # the warm-up steps run the body eagerly
+        ("capture", "on_step", 3),  # warm-up is 2: the third step captures; Python raises inside the capture
+        ("capture", "reset", 3),
+        ("replay", "host transition", 5),  # Python runs only in the transitions replayed after the launch
+    ],
+)
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_interrupted_step_under_the_step_graph(when: str, hook: str, step: int, exc: type[BaseException]) -> None:
+    """Whole-step CUDA graph: a term raising during warm-up, capture or replay leaves no half-captured graph
+    and no capture in progress; the next step refuses naming what was interrupted; a full reset() recovers,
+    the graph is captured (again, if the capture failed) and the outputs match a clean run's."""
+    n, steps = 8, 40
+    term = torch.zeros(steps, n, dtype=torch.bool)
+    term[2::3, 1] = True
+    term[4::5, 6] = True
+
+    def make() -> tuple[FixedShapeAutoresetVectorEnv, _FaultyHostTerm]:
+        faulty = _FaultyHostTerm()
+        inner = ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool), device="cuda")
+        terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n, "cuda")}
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES["step_graph"]), faulty
+
+    env, faulty = make()
+    clean, _ = make()
+    gen = torch.Generator().manual_seed(0)
+    actions = [(torch.rand(n, 3, generator=gen) - 0.5).cuda() for _ in range(16)]
+    env.reset(seed=0)
+    for a in actions[: step - 1]:
+        env.step(a)
+    faulty.armed, faulty.exc = hook, exc
+    with pytest.raises(exc, match="broke"):
+        env.step(actions[step - 1])
+    assert not torch.cuda.is_current_stream_capturing()
+    graph = env.graph
+    assert graph is not None
+    if when == "capture":
+        assert not graph.captured and graph.captures == 0  # nothing half-captured is kept
+    with pytest.raises(InterruptedStepError, match=f"step\\(\\) {step} was interrupted by {exc.__name__}"):
+        env.step(actions[step])
+    env.reset(seed=1)
+    clean.reset(seed=1)
+    for t, a in enumerate(actions[step:]):
+        want, got = _outputs(clean.step(a)), _outputs(env.step(a))
+        for i, (x, y) in enumerate(zip(want, got, strict=True)):
+            torch.testing.assert_close(y, x, msg=f"output {i} differs {t} steps after the recovering reset")
+    env.poll_finite_validation()
+    assert graph.captured and graph.captures == 1 and graph.replays > 0
+    torch.cuda.synchronize()

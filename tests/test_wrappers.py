@@ -160,3 +160,34 @@ def test_reward_and_observation_transforms_on_every_path() -> None:
 def test_transform_arguments_refused_by_name(make, message: str) -> None:
     with pytest.raises((TypeError, ValueError), match=re.escape(message)):
         make(scripted_env(2, 4))
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+@pytest.mark.parametrize("update", [True, False])
+@pytest.mark.parametrize("source", ["step", "reset", "partial reset"])
+def test_normalize_observation_latches_non_finite_obs_frozen_or_not(mode: str, update: bool, source: str) -> None:
+    """An inf observation, which normalising and clipping would hide, is latched with its row (frozen stats too)."""
+    from gym_graphreset import DeferredValidationError
+    from gym_graphreset.wrappers import TransformObservation
+
+    poison = torch.zeros(4, dtype=torch.bool)
+    inf = float("inf")
+    inner = TransformObservation(scripted_env(4, 20, p_done=0.0), lambda o: o.masked_fill(poison.unsqueeze(1), inf))
+    norm = NormalizeObservation(inner, update=update)
+    env = FixedShapeAutoresetVectorEnv(norm, **{**MODES[mode], "validation_poll_interval": 1000})
+    env.reset(seed=0)
+    env.step(torch.zeros(4, 3))
+    poison[1] = True
+    with pytest.raises(DeferredValidationError, match=r"normalize_observation_finite: .*row 1\)"):
+        if source == "step":
+            obs, *_ = env.step(torch.zeros(4, 3))
+        else:
+            obs, _ = env.reset(options={"reset_mask": [1]} if source == "partial reset" else None)
+            poison[1] = False
+            env.step(torch.zeros(4, 3))
+        assert bool(torch.isfinite(obs).all())  # the clipped output hides it: only the latch can tell
+        env.poll_finite_validation()
+    poison[1] = False
+    env.reset(seed=0)  # a full reset recovers, and nothing stale is reported after it
+    env.step(torch.zeros(4, 3))
+    env.poll_finite_validation()

@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.inputs import check_device, check_positive_int
+from gym_graphreset.inputs import check_device, check_env_counts
 from gym_graphreset.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.selection import options_reset_mask
 
@@ -34,12 +34,15 @@ class CartPoleVectorEnv(VectorEnv):
         device: Torch device of every buffer.
         max_episode_steps: Truncation horizon (500 as in CartPole-v1).
         global_env_offset: Global index of row 0 (several processes splitting one population).
-        dtype: Dtype of the physics state; ``torch.float64`` reproduces Gymnasium's arithmetic.
+        dtype: Dtype of the physics state, one of :attr:`supported_dtypes` (``torch.float32`` or
+            ``torch.float64``, which reproduces Gymnasium's arithmetic); others are refused.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}
     supports_reset_selection = True
     supports_step_capture = True
+    supported_dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
+    """Physics dtypes this env computes correctly (float16/bfloat16 cannot hold its reset draws)."""
 
     gravity = 9.8
     masscart = 1.0
@@ -60,12 +63,16 @@ class CartPoleVectorEnv(VectorEnv):
         dtype: torch.dtype = torch.float32,
         render_mode: str | None = None,
     ) -> None:
-        self.num_envs = check_positive_int("num_envs", num_envs)
-        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
         if render_mode is not None:
             raise ValueError(f"CartPoleVectorEnv does not render, got render_mode={render_mode!r}")
-        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-            raise ValueError(f"`dtype` must be a floating torch dtype (the physics state), got {dtype!r}")
+        if dtype not in self.supported_dtypes:
+            raise ValueError(
+                f"`dtype` must be one of {type(self).__name__}.supported_dtypes {self.supported_dtypes} (the physics "
+                f"state), got {dtype!r}"
+            )
         self.device = check_device(device)
         self.render_mode = None
         high = np.array([self.x_threshold * 2, np.inf, self.theta_threshold_radians * 2, np.inf], dtype=np.float32)

@@ -18,7 +18,7 @@ import contextlib
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.warp_runtime import WarpRuntime
-from gym_graphreset.inputs import check_device, check_positive_int
+from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
@@ -77,6 +77,7 @@ class MJWarpVectorEnv(VectorEnv):
             :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
             ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
         render_mode: Unsupported; must be ``None``.
+        warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
 
     Attributes:
         m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
@@ -118,19 +119,37 @@ class MJWarpVectorEnv(VectorEnv):
         model_edits: Callable[[Any], None] | None = None,
         kernel_reset: bool = True,
         render_mode: str | None = None,
+        warp_verbose: bool = False,
     ) -> None:
-        import mujoco
-        import mujoco_warp as mjw
-        import warp as wp
-
-        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
         self.frame_skip = check_positive_int("frame_skip", frame_skip)
-        self.max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
-        check_positive_int("global_env_offset", global_env_offset, minimum=0)
+        for name, value in (("nconmax", nconmax), ("njmax", njmax)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(
+                    f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
+                    "without room for contacts/constraints would silently drop them"
+                )
         if render_mode is not None:
             raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
         self.render_mode = None
         self.device = check_device(device if device is not None else default_device())
+        self._load_model(model, model_edits)
+        self._put_on_device(nconmax, njmax, warp_verbose)
+        self._allocate_torch_state(global_env_offset)
+        from gym_graphreset.envs.mjwarp_reset import KernelReset, ReferenceReset
+
+        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
+        with self.runtime.quiet():
+            self.reset_strategy: KernelReset | ReferenceReset = (
+                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+            )
+        self._make_spaces()
+
+    def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
+        """The MuJoCo model from an XML string or path, with ``model_edits`` applied."""
+        import mujoco
 
         text = str(model)
         self.mjm = (
@@ -140,22 +159,21 @@ class MJWarpVectorEnv(VectorEnv):
         )
         if model_edits is not None:
             model_edits(self.mjm)
-        self.dt = float(self.mjm.opt.timestep) * frame_skip
+        self.dt = float(self.mjm.opt.timestep) * self.frame_skip
 
-        for name, value in (("nconmax", nconmax), ("njmax", njmax)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(
-                    f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
-                    "without room for contacts/constraints would silently drop them"
-                )
-        self.runtime = WarpRuntime(self.device)
+    def _put_on_device(self, nconmax: int | None, njmax: int | None, warp_verbose: bool) -> None:
+        """The warp model and data, and torch views of the fields the env reads and writes."""
+        import mujoco_warp as mjw
+        import warp as wp
+
+        self.runtime = WarpRuntime(self.device, verbose=warp_verbose)
         self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
         with self.runtime.on_stream(wait=False):
-            batch = {name: num_envs for name in self.batched_model_fields}
+            batch = {name: self.num_envs for name in self.batched_model_fields}
             self.m = mjw.put_model(self.mjm, batch_sizes=batch or None)
             self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
-            self.d = mjw.make_data(self.mjm, nworld=num_envs, nconmax=nconmax, njmax=njmax)
-            self.reset_mask_wp = wp.zeros(num_envs, dtype=bool, device=self.wp_device)
+            self.d = mjw.make_data(self.mjm, nworld=self.num_envs, nconmax=nconmax, njmax=njmax)
+            self.reset_mask_wp = wp.zeros(self.num_envs, dtype=bool, device=self.wp_device)
         t = wp.to_torch
         d = self.d
         self.qpos, self.qvel, self.ctrl = t(d.qpos), t(d.qvel), t(d.ctrl)
@@ -165,7 +183,9 @@ class MJWarpVectorEnv(VectorEnv):
         self.overflow = t(d.overflow)
         self._reset_mask = t(self.reset_mask_wp)
 
-        dev = self.device
+    def _allocate_torch_state(self, global_env_offset: int) -> None:
+        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch, progress."""
+        dev, num_envs = self.device, self.num_envs
         self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
         self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
         self.body_mass = torch.as_tensor(self.mjm.body_mass, dtype=torch.float32, device=dev)
@@ -179,23 +199,19 @@ class MJWarpVectorEnv(VectorEnv):
         self._overflow_messages = tuple(
             f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
         )
+        with self._on_stream():
+            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
 
-        from gym_graphreset.envs.mjwarp_reset import KernelReset, ReferenceReset
-
-        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
-        self.reset_strategy: KernelReset | ReferenceReset = (
-            KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
-        )
-
+    def _make_spaces(self) -> None:
+        """Action space from the actuators' ranges; observation space from the first reset's obs."""
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
         with self._on_stream():
             self._reset_all_worlds()
-            self._progress_buf = self._progress().clone()
             obs_dim = self._observe().shape[1]
         self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     # ------------------------------------------------------------------ task hooks
 
@@ -305,12 +321,12 @@ class MJWarpVectorEnv(VectorEnv):
         self.runtime.run("reset", self.reset_strategy.warp_part)
         self.reset_strategy.torch_part(mask)
         self.runtime.run("kinematics", self._refresh_kinematics)
-        if hasattr(self, "_progress_buf"):
-            self._progress_buf.copy_(
-                torch.where(
-                    mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf
-                )
-            )
+        self._update_progress(mask)
+
+    def _update_progress(self, mask: torch.Tensor) -> None:
+        """Take the current progress position on the worlds of ``mask`` (after a reset or ``set_state``)."""
+        shape = (-1, *([1] * (self._progress_buf.dim() - 1)))
+        self._progress_buf.copy_(torch.where(mask.view(shape), self._progress(), self._progress_buf))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -365,11 +381,7 @@ class MJWarpVectorEnv(VectorEnv):
             self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
             self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
             self.runtime.run("kinematics", self._refresh_kinematics)
-            self._progress_buf.copy_(
-                torch.where(
-                    mask.view(-1, *([1] * (self._progress_buf.dim() - 1))), self._progress(), self._progress_buf
-                )
-            )
+            self._update_progress(mask)
 
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
@@ -382,6 +394,22 @@ class MJWarpVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"
+
+    def _not_copyable(self) -> TypeError:
+        return TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: its MuJoCo Warp model and data live in warp "
+            f"arrays on {self.device} (with captured graphs and a stream). Build another env with the same "
+            "arguments instead (e.g. gymnasium.make_vec(...)); to carry a state over, copy `env.state()` "
+            "(qpos, qvel) and restore it with `env.set_state(qpos, qvel)`"
+        )
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Refuse pickling and ``copy.copy`` by name (warp's device state cannot be serialised)."""
+        raise self._not_copyable()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
+        """Refuse ``copy.deepcopy`` by name."""
+        raise self._not_copyable()
 
 
 def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:

@@ -5,6 +5,10 @@ capture breaks it), and eager mujoco_warp is launch-bound, so each warp body is 
 graph and replayed. Inside the wrapper's own torch capture the bodies run as plain launches instead;
 warp joins that capture through :func:`~gym_graphreset.graph.warp_external_capture`. On the CPU every
 body just runs.
+
+Warp logs every module it loads (~36 "Module ... load" lines for one MuJoCo model on the CPU). A runtime
+is quiet by default: its warp work runs with ``warp.config.log_level`` raised to ``LOG_WARNING`` (and put
+back after), so warnings and errors still show; ``verbose=True`` leaves warp's level as it is.
 """
 
 from __future__ import annotations
@@ -26,13 +30,18 @@ class WarpRuntime:
 
     Args:
         device: The torch device (``cpu`` or ``cuda:N``).
+        verbose: Let warp log at its own level (module loads, its greeting); default quiet.
     """
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, verbose: bool = False) -> None:
         import warp as wp
 
-        wp.init()  # idempotent; at construction, never at import
+        if not isinstance(verbose, bool):
+            raise ValueError(f"`warp_verbose` must be a bool, got {verbose!r}")
         self.wp = wp
+        self.verbose = verbose
+        with self.quiet():
+            wp.init()  # idempotent; at construction, never at import
         self.device = device
         self.wp_device = wp.device_from_torch(device)
         self.cuda_stream: torch.cuda.Stream | None = None
@@ -41,6 +50,18 @@ class WarpRuntime:
             self.cuda_stream = torch.cuda.Stream(device)
             self.wstream = wp.stream_from_torch(self.cuda_stream)
         self.graphs: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Warp's info logs (module loads) silenced while inside, unless the runtime is ``verbose``."""
+        config = self.wp.config
+        level = config.log_level
+        if not self.verbose:
+            config.log_level = max(level, self.wp.LOG_WARNING)
+        try:
+            yield
+        finally:
+            config.log_level = level
 
     def on_stream(self, wait: bool = True) -> contextlib.AbstractContextManager[None]:
         """Run torch and warp work on the env's stream (ordered after the caller's stream when ``wait``).
@@ -55,13 +76,13 @@ class WarpRuntime:
     @contextlib.contextmanager
     def _on_stream(self, wait: bool) -> Iterator[None]:
         if self.cuda_stream is None:
-            with self.wp.ScopedDevice(self.wp_device):
+            with self.wp.ScopedDevice(self.wp_device), self.quiet():
                 yield
             return
         caller = torch.cuda.current_stream(self.device)
         if wait:
             self.cuda_stream.wait_stream(caller)
-        with torch.cuda.stream(self.cuda_stream), self._warp_scope():
+        with torch.cuda.stream(self.cuda_stream), self._warp_scope(), self.quiet():
             yield
         if wait:
             caller.wait_stream(self.cuda_stream)
@@ -79,7 +100,7 @@ class WarpRuntime:
     @opaque
     def run(self, name: str, fn: Callable[[], None]) -> None:
         """Run warp work ``fn``: a cached warp graph when eager on CUDA, plain launches otherwise."""
-        with self._warp_scope():
+        with self._warp_scope(), self.quiet():
             self._run(name, fn)
 
     def _run(self, name: str, fn: Callable[[], None]) -> None:

@@ -67,7 +67,10 @@ class SB3VecEnv(VecEnv):
         obs, _ = self.env.reset(seed=seed, options=options)
         self._reset_seeds()
         self._reset_options()
-        return obs.reshape(self.num_envs, -1).cpu().numpy().reshape(self.num_envs, *self._obs_shape)
+        host = obs.reshape(self.num_envs, -1).cpu().numpy()
+        # A copy: on the CPU `.numpy()` is a view of the env's published buffer, which the ring rewrites
+        # `published_buffer_depth` steps later (SB3 keeps the reset obs as `_last_obs`).
+        return host.reshape(self.num_envs, *self._obs_shape).copy()
 
     def step_async(self, actions: np.ndarray) -> None:
         """Move the actions to the env's device with the action space's dtype."""
@@ -82,6 +85,11 @@ class SB3VecEnv(VecEnv):
             raise ValueError(f"actions must be numeric (shape {expected}), got dtype {array.dtype}")
         if array.shape != expected and not (array.size == int(np.prod(expected)) and array.ndim <= 1):
             raise ValueError(f"actions must have shape {expected} (one row per env), got {array.shape}")
+        if dtype == torch.long and array.dtype.kind not in "iu":
+            raise ValueError(
+                f"actions must have an integer dtype for a {type(space).__name__} action space (a cast would "
+                f"truncate them silently), got {array.dtype}"
+            )
         self._actions = torch.as_tensor(array.reshape(expected), device=self.device).to(dtype)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:

@@ -1,0 +1,114 @@
+"""What the trainer adapters share: the episode clock, observation groups, and device-side episode logs.
+
+None of it reads the host: the adapters' steps stay sync-free on the masked presets (and under the
+whole-step graph), whatever trainer sits on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+
+from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+
+__all__ = ["EpisodeClock", "EpisodeLog", "check_same_step", "episode_clock", "observation_groups"]
+
+
+@runtime_checkable
+class EpisodeClock(Protocol):
+    """An env that counts each row's steps and truncates at a horizon (the library's envs do).
+
+    Writing ``elapsed`` in place changes when rows truncate: that is how a trainer starts episodes at
+    random lengths (rsl_rl's ``init_at_random_ep_len``).
+    """
+
+    elapsed: torch.Tensor
+    """``(num_envs,)`` int64: steps in each row's current episode."""
+    max_episode_steps: int
+    """A row truncates once ``elapsed >= max_episode_steps``."""
+
+
+def episode_clock(env: VectorEnv) -> EpisodeClock | None:
+    """The first member of ``env``'s wrapper chain that is an :class:`EpisodeClock`, if any."""
+    member: Any = env
+    while True:
+        if isinstance(member, EpisodeClock) and isinstance(member.elapsed, torch.Tensor):
+            return member
+        if not isinstance(member, VectorWrapper):
+            return None
+        member = member.env
+
+
+def check_same_step(env: VectorEnv, adapter: str, min_ring_depth: int) -> None:
+    """Refuse, by name, an env whose output this adapter cannot use as the trainer keeps it.
+
+    Args:
+        env: The env handed to the adapter.
+        adapter: The adapter's name, for the messages.
+        min_ring_depth: How many steps the trainer keeps a step's tensors (a persistent ring must hold them).
+    """
+    mode = env.metadata.get("autoreset_mode")
+    if mode != AutoresetMode.SAME_STEP:
+        raise ValueError(
+            f"{adapter} needs a SAME_STEP vector env (wrap it in FixedShapeAutoresetVectorEnv), got {mode}"
+        )
+    if (
+        isinstance(env, FixedShapeAutoresetVectorEnv)
+        and env.config.persistent_step_buffers
+        and env.config.published_buffer_depth < min_ring_depth
+    ):
+        raise ValueError(
+            f"{adapter} keeps each step's tensors for {min_ring_depth} steps, but the env publishes through a ring "
+            f"of `published_buffer_depth={env.config.published_buffer_depth}`; build it with "
+            f"published_buffer_depth>={min_ring_depth}"
+        )
+
+
+def observation_groups(obs: Any, where: str) -> dict[str, torch.Tensor]:
+    """``{"policy": obs}`` for a tensor; a dict of groups (which must hold ``"policy"``) as it is."""
+    if isinstance(obs, torch.Tensor):
+        return {"policy": obs}
+    if isinstance(obs, dict) and "policy" in obs and all(isinstance(v, torch.Tensor) for v in obs.values()):
+        return dict(obs)
+    raise ValueError(
+        f"{where} must be a tensor or a dict of tensors with a 'policy' group (and optionally 'critic'), got "
+        f"{type(obs).__name__}" + (f" with keys {sorted(obs)}" if isinstance(obs, dict) else "")
+    )
+
+
+class EpisodeLog:
+    """Mean return and length of the episodes that ended at a step, as 0-d tensors made on the device.
+
+    Each step gives the means over that step's done rows; a step where no row ended repeats the last
+    means (NaN before the first episode ends), so averaging the per-step values over an iteration weighs
+    recent episodes without counting empty steps as zero. Returns come from the env's
+    :class:`~gym_graphreset.EpisodeStatistics` term when it has one (``info["episode"]``: raw returns),
+    else from the rewards the env returned, summed here. No host read, no full-width output.
+    """
+
+    def __init__(self, num_envs: int, device: torch.device) -> None:
+        with torch.inference_mode(False):  # written every step, in any mode
+            self.running_return = torch.zeros(num_envs, dtype=torch.float32, device=device)
+            self.running_length = torch.zeros(num_envs, dtype=torch.float32, device=device)
+            self.mean_return = torch.full((), float("nan"), dtype=torch.float32, device=device)
+            self.mean_length = torch.full((), float("nan"), dtype=torch.float32, device=device)
+
+    def update(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Account for one step; return fresh 0-d tensors (a logger may keep each step's values)."""
+        episode = info.get("episode")
+        self.running_return.add_(reward.reshape(-1).to(torch.float32))
+        self.running_length.add_(1.0)
+        if isinstance(episode, dict) and "r" in episode and "l" in episode:
+            returns, lengths = episode["r"].to(torch.float32), episode["l"].to(torch.float32)
+        else:
+            returns, lengths = self.running_return, self.running_length
+        count = done.sum()
+        some = count > 0
+        denom = count.clamp(min=1).to(torch.float32)
+        self.mean_return.copy_(torch.where(some, torch.where(done, returns, 0.0).sum() / denom, self.mean_return))
+        self.mean_length.copy_(torch.where(some, torch.where(done, lengths, 0.0).sum() / denom, self.mean_length))
+        self.running_return.masked_fill_(done, 0.0)
+        self.running_length.masked_fill_(done, 0.0)
+        return {"/episode/mean_return": self.mean_return.clone(), "/episode/mean_length": self.mean_length.clone()}

@@ -1,0 +1,233 @@
+"""rsl_rl adapter: a ``rsl_rl.env.VecEnv`` over a same-step torch vector env, and what training needs.
+
+- :class:`RslRlVecEnv`: observations as a ``TensorDict`` of groups (``policy``, and ``critic`` where the
+  env returns one); ``extras["time_outs"]`` = truncated and not terminated; ``extras["final_obs"]``, the
+  groups of the last observation of every episode that ended (valid on done rows), for time-out
+  bootstrapping; ``episode_length_buf``, a writable view of the env's step counter, so
+  ``runner.learn(..., init_at_random_ep_len=True)`` really starts episodes at random lengths;
+  ``extras["log"]``, the mean return and length of the episodes that ended, as 0-d device tensors. Its
+  ``step`` makes no host read (on the masked presets and the whole-step graph).
+- :class:`FinalObsPPO`: rsl_rl's PPO, bootstrapping time-outs from the value of the **final**
+  observation, ``r + gamma * V(s_final)``, where stock PPO uses ``V(s_t)``, the observation before the
+  step. Select it in the runner config: ``cfg["algorithm"]["class_name"] =
+  "gym_graphreset.integrations.rsl_rl:FinalObsPPO"``.
+- :class:`SyncFreeOnPolicyRunner`: rsl_rl's ``OnPolicyRunner`` without its per-step host reads. Stock,
+  each rollout step reads the host for its NaN check (one ``.any()`` per observation group, the rewards
+  and the dones) and, with a log directory, in its logger (``nonzero`` and two ``.cpu()`` copies of the
+  finished episodes). This runner turns the NaN check off unless the config sets ``check_for_nan`` (the
+  wrapper already latches non-finite observations and rewards on the device and raises them at its next
+  poll) and sums finished episodes on the device, read once per iteration when it logs.
+
+Requires ``rsl-rl-lib`` (extra ``rsl_rl``; written against 5.5).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import torch
+from gymnasium.vector import VectorEnv
+from rsl_rl.algorithms import PPO
+from rsl_rl.env import VecEnv
+from rsl_rl.runners import OnPolicyRunner
+from rsl_rl.utils.logger import Logger
+from tensordict import TensorDict
+
+from gym_graphreset.inputs import env_device
+from gym_graphreset.integrations.common import EpisodeLog, check_same_step, episode_clock, observation_groups
+
+__all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner"]
+
+
+class RslRlVecEnv(VecEnv):
+    """An ``rsl_rl.env.VecEnv`` over a SAME_STEP torch vector env with a ``Box`` action space.
+
+    The env is reset at construction (rsl_rl asks for observations before the first step).
+
+    Args:
+        env: Usually a :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` (any preset). Its observation
+            is a tensor (the ``policy`` group) or a dict of groups with ``policy`` (and e.g. ``critic``).
+        seed: The seed of the first reset.
+        max_episode_length: The horizon rsl_rl reads; default the env's ``max_episode_steps`` (its
+            :class:`~gym_graphreset.integrations.common.EpisodeClock`). Required when the env has none.
+    """
+
+    def __init__(self, env: VectorEnv, *, seed: int | None = None, max_episode_length: int | None = None) -> None:
+        check_same_step(env, "RslRlVecEnv", min_ring_depth=2)  # PPO stores obs(t) after step t+1
+        space = env.single_action_space
+        if not isinstance(space, gym.spaces.Box):
+            raise ValueError(f"RslRlVecEnv needs a Box action space (rsl_rl's policies are continuous), got {space}")
+        self.env = env
+        self.num_envs = env.num_envs
+        self.device = env_device(env)
+        self.action_shape = tuple(space.shape or ())
+        self.num_actions = math.prod(self.action_shape)
+        self.clock = episode_clock(env)
+        if max_episode_length is None and self.clock is None:
+            raise ValueError(
+                "RslRlVecEnv needs `max_episode_length`: the env has no episode clock (an `elapsed` step counter "
+                "and `max_episode_steps`, as the library's envs have)"
+            )
+        self.max_episode_length = max_episode_length or self.clock.max_episode_steps  # type: ignore[union-attr]
+        self.cfg: dict[str, Any] = {"env": type(env).__name__, "num_envs": self.num_envs}
+        self.log = EpisodeLog(self.num_envs, self.device)
+        obs, _ = env.reset(seed=seed)
+        self._obs = self._groups(obs, "the env's observation")
+
+    @property
+    def episode_length_buf(self) -> torch.Tensor:
+        """``(num_envs,)`` int64: each row's steps in its episode (the env's own counter, when it has one)."""
+        if self.clock is None:
+            raise AttributeError(
+                "the env has no episode clock (`elapsed` and `max_episode_steps`), so its episode lengths cannot "
+                "be read or randomised; do not pass init_at_random_ep_len=True"
+            )
+        return self.clock.elapsed
+
+    @episode_length_buf.setter
+    def episode_length_buf(self, value: torch.Tensor) -> None:
+        """Write each row's step count in place (rsl_rl assigns a random one to spread episode ends)."""
+        buf = self.episode_length_buf
+        if not isinstance(value, torch.Tensor) or value.shape != buf.shape:
+            raise ValueError(
+                f"`episode_length_buf` must be a tensor of shape {tuple(buf.shape)}, got "
+                f"{getattr(value, 'shape', type(value).__name__)}"
+            )
+        buf.copy_(value)
+
+    def _groups(self, obs: Any, where: str) -> TensorDict:
+        return TensorDict(observation_groups(obs, where), batch_size=[self.num_envs], device=self.device)
+
+    def get_observations(self) -> TensorDict:
+        """The observation groups of the last reset or step."""
+        return self._obs
+
+    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Step the env: ``(obs groups, rewards, dones, extras)`` with no host read of the adapter's own."""
+        obs, reward, terminated, truncated, info = self.env.step(actions.reshape(self.num_envs, *self.action_shape))
+        dones = terminated | truncated
+        self._obs = self._groups(obs, "the env's observation")
+        final = self._groups(info["final_obs"], 'info["final_obs"]') if "final_obs" in info else self._obs
+        extras = {
+            "time_outs": truncated & ~terminated,
+            "final_obs": final,
+            "log": self.log.update(reward, dones, info),
+        }
+        return self._obs, reward, dones, extras
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()
+
+
+class FinalObsPPO(PPO):
+    """PPO that bootstraps time-outs from the final observation: ``r + gamma * V(s_final)`` on those rows.
+
+    Stock rsl_rl adds ``gamma * V(s_t)``, the value of the observation *before* the step, as a stand-in
+    for the unseen next state. With a same-step env the true last observation is there
+    (``extras["final_obs"]``, from :class:`RslRlVecEnv`), so this uses it. GAE is unchanged: the rollout
+    continues from the observation the env returned (the next episode's first on done rows), and a done
+    row's next value is masked out as before.
+    """
+
+    def __init__(self, actor: Any, critic: Any, storage: Any, **kwargs: Any) -> None:
+        if critic.is_recurrent:
+            raise ValueError(
+                "FinalObsPPO evaluates the critic on final observations outside the rollout's sequence, "
+                "which a recurrent critic cannot do; use rsl_rl's PPO"
+            )
+        super().__init__(actor, critic, storage, **kwargs)
+
+    def process_env_step(
+        self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict[str, Any]
+    ) -> None:
+        """Record the step with time-out rewards bootstrapped from ``V(final_obs)``."""
+        if "time_outs" not in extras or "final_obs" not in extras:
+            raise ValueError(
+                "FinalObsPPO needs extras['time_outs'] and extras['final_obs'] (RslRlVecEnv provides both), "
+                f"got keys {sorted(extras)}"
+            )
+        time_outs = extras["time_outs"].to(self.device)
+        final_values = self.critic(extras["final_obs"].to(self.device)).detach().reshape(-1)
+        rewards = rewards + self.gamma * final_values * time_outs
+        super().process_env_step(obs, rewards, dones, {k: v for k, v in extras.items() if k != "time_outs"})
+
+
+class DeviceEpisodeLogger(Logger):
+    """rsl_rl's logger, summing finished episodes on the device: no host read per step, one per iteration.
+
+    "Mean reward" and "Mean episode length" are those of the episodes that ended in the logged iteration
+    (stock: the last 100 episodes). With RND (intrinsic rewards) it falls back to the stock per-step path.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.finished = torch.zeros(3, dtype=torch.float64, device=self.device)  # sum of returns, of lengths, count
+
+    def process_env_step(
+        self,
+        rewards: torch.Tensor,
+        dones: torch.Tensor,
+        extras: dict,
+        intrinsic_rewards: torch.Tensor | None = None,
+    ) -> None:
+        """Accumulate the step on the device."""
+        if self.writer is None:
+            return
+        if intrinsic_rewards is not None:
+            super().process_env_step(rewards, dones, extras, intrinsic_rewards)
+            return
+        if "episode" in extras:
+            self.ep_extras.append(extras["episode"])
+        elif "log" in extras:
+            self.ep_extras.append(extras["log"])
+        self.cur_reward_sum += rewards
+        self.cur_episode_length += 1
+        done = dones.reshape(-1) > 0
+        ended = torch.stack(
+            (
+                torch.where(done, self.cur_reward_sum, 0.0).sum(),
+                torch.where(done, self.cur_episode_length, 0.0).sum(),
+                done.sum(),
+            )
+        )
+        self.finished += ended.to(torch.float64)
+        self.cur_reward_sum.masked_fill_(done, 0.0)
+        self.cur_episode_length.masked_fill_(done, 0.0)
+
+    def log(self, *args: Any, **kwargs: Any) -> None:
+        """Read the iteration's finished episodes (one host read), then log as rsl_rl does."""
+        if self.writer is not None and not self.cfg["algorithm"].get("rnd_cfg"):
+            returns, lengths, count = self.finished.tolist()
+            self.finished.zero_()
+            if count:
+                self.rewbuffer.clear()
+                self.lenbuffer.clear()
+                self.rewbuffer.append(returns / count)
+                self.lenbuffer.append(lengths / count)
+        super().log(*args, **kwargs)
+
+
+class SyncFreeOnPolicyRunner(OnPolicyRunner):
+    """rsl_rl's ``OnPolicyRunner`` whose rollout steps make no host read (see the module docstring).
+
+    Same arguments as ``OnPolicyRunner``. ``train_cfg["check_for_nan"]`` defaults to ``False`` here (the
+    wrapper's deferred validation already checks observations and rewards on the device); set it to
+    ``True`` for rsl_rl's per-step check.
+    """
+
+    def __init__(self, env: VecEnv, train_cfg: dict, log_dir: str | None = None, device: str = "cpu") -> None:
+        train_cfg.setdefault("check_for_nan", False)
+        super().__init__(env, train_cfg, log_dir=log_dir, device=device)
+        self.logger = DeviceEpisodeLogger(
+            log_dir=log_dir,
+            cfg=self.cfg,
+            env_cfg=self.env.cfg,
+            num_envs=self.env.num_envs,
+            is_distributed=self.is_distributed,
+            gpu_world_size=self.gpu_world_size,
+            gpu_global_rank=self.gpu_global_rank,
+            device=self.device,
+        )

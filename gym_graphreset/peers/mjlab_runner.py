@@ -1,0 +1,178 @@
+"""Time one mjlab task at one size and print the measurement as one JSON line (run in mjlab's interpreter).
+
+mjlab pins its own mujoco / mujoco-warp, so it cannot share a process with this library: the ``bench``
+CLI runs this file by path with mjlab's Python (``--peer-python``) and reads the last JSON line it
+prints. It imports only the standard library, torch and mjlab (never ``gym_graphreset``).
+
+What it measures, on ``--num-envs`` envs driven by uniform random actions in [-1, 1]:
+
+- ``ms_per_step``: ``env.step`` after ``--warmup`` untimed steps, between two ``torch.cuda.synchronize``;
+- ``physics_ms``: mjlab's own physics alone, ``env.sim.step()`` called ``cfg.decimation`` times per env step;
+- ``host_syncs_per_step``: torch's synchronising calls per step, counted as the warnings of
+  ``torch.cuda.set_sync_debug_mode("warn")`` over a few probe steps (warp's own syncs are not seen);
+- ``env_steps_per_s``: ``num_envs`` x timed steps / seconds.
+
+Exit status: 0 with a result line; 3 with an ``{"error": "missing"}`` line when mjlab (or torch) cannot be
+imported; 2 on bad arguments.
+
+Usage: ``python mjlab_runner.py --num-envs 4096 --steps 100 --warmup 20 [--task ...] [--device cuda:0]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TASK = "Mjlab-Velocity-Flat-Unitree-Go1"
+PEER = "mjlab"
+EXIT_MISSING = 3
+SYNC_PROBE_STEPS = 8
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description="Time one mjlab task; prints one JSON line.")
+    parser.add_argument("--task", default=DEFAULT_TASK, help=f"a registered mjlab task id (default: {DEFAULT_TASK})")
+    parser.add_argument("--num-envs", type=int, required=True, help="number of envs (> 0)")
+    parser.add_argument("--steps", type=int, default=100, help="timed env steps (> 0, default: 100)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed env steps first (>= 0, default: 20)")
+    parser.add_argument("--device", default="cuda:0", help="torch device for mjlab (default: cuda:0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the env and of the actions (default: 0)")
+    return parser
+
+
+def _emit(record: dict[str, Any]) -> None:
+    """Print the one JSON line the parent reads (flushed: mjlab prints a lot before it)."""
+    print(json.dumps({"peer": PEER, **record}), flush=True)
+
+
+def _versions(torch: Any) -> dict[str, str]:
+    versions = {"python": platform.python_version(), "torch": torch.__version__}
+    for dist in ("mjlab", "mujoco", "mujoco-warp", "warp-lang", "rsl-rl-lib"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[dist] = metadata.version(dist)
+    if torch.cuda.is_available():
+        versions["gpu"] = torch.cuda.get_device_name()
+    return versions
+
+
+def _count_sync_warnings(torch: Any, fn: Any) -> int:
+    """Torch's synchronising calls made by ``fn()``: warnings of ``set_sync_debug_mode("warn")``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+def measure(task: str, num_envs: int, steps: int, warmup: int, device: str, seed: int) -> dict[str, Any]:
+    """Build ``task`` at ``num_envs`` and time its step, its bare physics and its host syncs."""
+    import mjlab.tasks
+    import torch
+    from mjlab.envs import ManagerBasedRlEnv
+    from mjlab.tasks.registry import load_env_cfg
+
+    is_cuda = torch.device(device).type == "cuda"
+
+    def sync() -> None:
+        if is_cuda:
+            torch.cuda.synchronize(device)
+
+    cfg = load_env_cfg(task)
+    cfg.scene.num_envs = num_envs
+    cfg.seed = seed
+    built = time.perf_counter()
+    env = ManagerBasedRlEnv(cfg, device=device)
+    env.reset()
+    build_s = time.perf_counter() - built
+    gen = torch.Generator(device=device).manual_seed(seed)
+    width = env.action_manager.total_action_dim
+    pool = [torch.rand((num_envs, width), generator=gen, device=device) * 2 - 1 for _ in range(16)]
+
+    for i in range(warmup):
+        env.step(pool[i % len(pool)])
+    sync()
+    if is_cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(pool[i % len(pool)])
+    sync()
+    step_s = (time.perf_counter() - start) / steps
+
+    syncs: float | None = None
+    if is_cuda:
+        probe = min(SYNC_PROBE_STEPS, max(steps, 1))
+        syncs = _count_sync_warnings(torch, lambda: [env.step(pool[j % len(pool)]) for j in range(probe)]) / probe
+        sync()
+
+    decimation = int(cfg.decimation)
+    for _ in range(min(warmup, 5) * decimation):
+        env.sim.step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(steps * decimation):
+        env.sim.step()
+    sync()
+    physics_s = (time.perf_counter() - start) / steps
+    peak = torch.cuda.max_memory_allocated(device) / 2**20 if is_cuda else None
+    close = getattr(env, "close", None)
+    if callable(close):
+        close()
+
+    import mjlab
+
+    model_xml = Path(mjlab.__file__).parent / "asset_zoo" / "robots" / "unitree_go1" / "xmls" / "go1.xml"
+    return {
+        "task": task,
+        "num_envs": num_envs,
+        "device": device,
+        "steps": steps,
+        "warmup": warmup,
+        "decimation": decimation,
+        "ms_per_step": step_s * 1e3,
+        "physics_ms": physics_s * 1e3,
+        "step_over_physics": step_s / physics_s,
+        "host_syncs_per_step": syncs,
+        "env_steps_per_s": num_envs / step_s,
+        "peak_gpu_mem_mb": peak,
+        "build_s": build_s,
+        "model_xml": str(model_xml) if "Go1" in task and model_xml.exists() else None,
+        "versions": _versions(torch),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the arguments, measure, print the JSON line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for name, value, low in (
+        ("--num-envs", args.num_envs, 1),
+        ("--steps", args.steps, 1),
+        ("--warmup", args.warmup, 0),
+    ):
+        if value < low:
+            parser.error(f"{name} must be >= {low}, got {value}")
+    try:
+        import mjlab  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as exc:
+        _emit({"error": "missing", "detail": f"{type(exc).__name__}: {exc}", "python": sys.executable})
+        return EXIT_MISSING
+    _emit(measure(args.task, args.num_envs, args.steps, args.warmup, args.device, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
