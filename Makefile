@@ -5,7 +5,7 @@ STAMP := $(VENV)/.installed
 # Warp's kernel cache lives outside the repo and survives between runs (compiling is ~26 s per model).
 export WARP_CACHE_PATH ?= $(HOME)/.cache/warp
 
-.PHONY: install test demo bench docs lint clean
+.PHONY: install test demo bench docs figures screenshots lint clean
 
 install: $(STAMP)
 
@@ -30,6 +30,15 @@ docs: install
 	$(VENV)/bin/sphinx-build -n -W --keep-going -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
 
+# The figures in docs/img, redrawn from the measurements in benchmarks/results/ (no GPU needed).
+figures: install
+	$(PY) docs/tools/figures.py
+
+# Full-page screenshots of the built site in a 1,400-px window, to check it as a visitor sees it (needs
+# Chromium: apt-get install chromium; not part of `make test`). PNGs in docs/_build/shots.
+screenshots: docs
+	$(PY) docs/tools/screenshots.py
+
 DEMO_ENV ?= gym_graphreset/CartPole-v1
 
 demo: install
@@ -40,8 +49,8 @@ bench: install
 	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV)
 
 lint: install
-	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples docs/conf.py
-	$(VENV)/bin/ruff format --check gym_graphreset tests benchmarks examples
+	$(VENV)/bin/ruff check gym_graphreset tests benchmarks examples docs/conf.py docs/tools
+	$(VENV)/bin/ruff format --check gym_graphreset tests benchmarks examples docs/conf.py docs/tools
 	$(VENV)/bin/mypy
 
 clean:

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import PRESETS, EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench import sample_actions
-from gym_graphreset.plotting import import_pyplot
+from gym_graphreset.plotting import plot_soak
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,15 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = f"soak-{args.env_id.split('/')[-1]}-{args.num_envs}"
     (args.out / f"{stem}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps({k: v for k, v in summary.items() if k != "windows"}, indent=2))
-    plt = import_pyplot(args.out / f"{stem}.png")
-    if plt is not None:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.plot([w["step"] for w in windows], ms, marker="o")
-        ax.set_xlabel("step")
-        ax.set_ylabel("ms/step (window mean)")
-        ax.set_title(f"soak: {args.env_id} x{args.num_envs}, step graph")
-        fig.tight_layout()
-        fig.savefig(args.out / f"{stem}.png", dpi=120)
+    plot_soak(windows, args.out / f"{stem}.png", f"soak: {args.env_id} x{args.num_envs}, step graph")
     return 1 if any(drift.values()) else 0
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "plot_curves",
     "plot_peer_comparison",
     "plot_results",
+    "plot_soak",
     "plot_training_curves",
     "same_task",
     "time_to_reach",
@@ -139,6 +140,27 @@ def plot_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], path: Path,
         ax.grid(alpha=0.3)
     by_steps.legend(loc="upper left", fontsize=9)
     fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=200)
+    plt.close(fig)
+    return True
+
+
+def plot_soak(windows: Sequence[Mapping[str, float]], path: Path, title: str) -> bool:
+    """A soak run: the mean time per batched step of each window of steps (``step``, ``ms_per_step``).
+
+    Flat after the first window (warm-up and capture) means no drift. Returns whether the PNG was written.
+    """
+    plt = import_pyplot(path)
+    if plt is None:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot([w["step"] for w in windows], [w["ms_per_step"] for w in windows], marker="o")
+    ax.set_xlabel("step (end of each window)")
+    ax.set_ylabel("ms per batched step\n(window mean)")
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=200)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gym_graphreset.bench import ModeResult
-from gym_graphreset.plotting import plot_curves, plot_results, same_task
+from gym_graphreset.plotting import plot_curves, plot_results, plot_soak, same_task
 
 pytest.importorskip("matplotlib", reason="the plots need the `plot` extra (matplotlib)")
 
@@ -70,6 +70,12 @@ def test_curves_draw_every_run(tmp_path: Path) -> None:
     curve = {"env_steps": [1.0, 2.0], "seconds": [0.5, 1.0], "mean_return": [0.0, 1.0]}
     assert plot_curves({"eager update": curve, "captured update": curve}, tmp_path / "ppo.png", "PPO")
     assert (tmp_path / "ppo.png").stat().st_size > 0
+
+
+def test_soak_plot_draws_the_windows(tmp_path: Path) -> None:
+    windows = [{"step": 1000.0 * i, "ms_per_step": 3.15} for i in range(1, 4)]
+    assert plot_soak(windows, tmp_path / "soak.png", "soak")
+    assert (tmp_path / "soak.png").stat().st_size > 0
 
 
 def test_missing_matplotlib_skips_the_png(

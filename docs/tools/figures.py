@@ -3,7 +3,8 @@
     python docs/tools/figures.py
 
 Each benchmark JSON (``{"versions": ..., "results": [ModeResult fields, ...]}``) becomes one figure of
-``gym_graphreset.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve figure.
+``gym_graphreset.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve
+figure, and the soak run's windows one line.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from gym_graphreset.bench import ModeResult
-from gym_graphreset.plotting import plot_curves, plot_results
+from gym_graphreset.plotting import plot_curves, plot_results, plot_soak
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -33,6 +34,7 @@ BENCHMARKS = {
     "h200-ResetHeavyHalfCheetah-v0-compile": ["h200-ResetHeavyHalfCheetah-v0-compile.json"],
     "h200-Ant-v5-4096-compile": ["h200-Ant-v5-4096-compile.json"],
 }
+SOAK = "h200-soak-HalfCheetah-v5-4096"
 PPO = {"eager update": "h200-ppo-Ant-v5-4096-eager-update.npz", "captured update": "h200-ppo-Ant-v5-4096.npz"}
 
 
@@ -53,6 +55,10 @@ def main() -> None:
     title = "PPO on gym_graphreset/Ant-v5, 4096 envs, one NVIDIA H200"
     if plot_curves(curves, IMG / "h200-ppo-Ant-v5-4096.png", title):
         print(IMG / "h200-ppo-Ant-v5-4096.png")
+    soak = json.loads((RESULTS / f"{SOAK}.json").read_text())
+    title = f"soak: {soak['env_id']} x{soak['num_envs']}, step graph, one NVIDIA H200"
+    if plot_soak(soak["windows"], IMG / f"{SOAK}.png", title):
+        print(IMG / f"{SOAK}.png")
 
 
 if __name__ == "__main__":
