@@ -152,7 +152,12 @@ class RewardTermLog:
         return cls(inner.reward_names, inner.max_episode_steps * inner.dt, env.num_envs, env_device(env))
 
     def add(self, info: dict[str, Any], done: torch.Tensor) -> None:
-        """Add a step's terms; move the finished episodes' sums into the totals (no host read)."""
+        """Add a step's terms; move the finished episodes' sums into the totals (no host read).
+
+        A log of no terms (``names=()``, for a task without ``info["reward_terms"]``) ignores the step.
+        """
+        if not self.names:
+            return
         ended = done.reshape(-1, 1).to(self.running.dtype)
         self.running += info["reward_terms"]
         self.sums += (self.running * ended).sum(dim=0)
