@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import os
 import platform
@@ -156,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.manual_seed(args.seed)
     cfg = mjlab_go1_cfg(args.stock)
+    recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
     setup_start = time.perf_counter()
     horizon = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     inner = gym.make_vec(ENV_ID, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **horizon)
@@ -173,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "preset": preset,
         "budget_s": args.budget_s,
         "versions": _versions(),
-        "rl_cfg": cfg,
+        "rl_cfg": recorded_cfg,
         "fields": {
             "wall_s": "seconds since the training loop started",
             "track_lin_vel": "Episode_Reward/track_linear_velocity over the iteration's finished episodes",
