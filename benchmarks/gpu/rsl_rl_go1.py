@@ -14,8 +14,8 @@ The env side is the library's: the task under the whole-step CUDA graph (``--pre
 :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` (``--stock``: rsl_rl's ``OnPolicyRunner`` and ``PPO``).
 
 The JSON (``<out>/<name>``, rewritten after every iteration) has the rows of ``benchmarks/gpu/mjlab_train.py``
-(:func:`gym_graphreset.plotting.load_training_curve`): ``wall_s`` since the training loop started (env built
-and kernels compiled before it; the first iteration captures the step graph), ``env_steps``,
+(:func:`gym_graphreset.plotting.load_training_curve`): ``wall_s`` since the training loop started (as for
+mjlab, the env is built, its kernels compiled and its step captured before it: ``setup_s``), ``env_steps``,
 ``track_lin_vel`` / ``track_ang_vel`` (mjlab's ``Episode_Reward/track_linear_velocity`` /
 ``track_angular_velocity``: the weighted, dt-scaled episode sum over the maximum episode length in seconds,
 averaged over the episodes that ended in the iteration; ``None`` when none did), ``episode_length`` and
@@ -107,6 +107,19 @@ class TermLoggingVecEnv(RslRlVecEnv):
         return obs, rewards, dones, extras
 
 
+def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> None:
+    """Step random actions in [-1, 1], so that compilation and capture happen before the training clock starts.
+
+    mjlab's env compiles its kernels and captures its physics graph when it is built, before its training
+    loop; this puts the library's env in the same state. The training then starts from a fresh reset.
+    """
+    env.reset(seed=seed)
+    for _ in range(steps):
+        env.step(torch.rand(env.num_envs, *env.single_action_space.shape, device=env.device) * 2.0 - 1.0)
+    if env.device.type == "cuda":
+        torch.cuda.synchronize(env.device)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budget-s", type=float, default=120.0, help="wall-clock budget of the training loop (s)")
@@ -162,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     horizon = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     inner = gym.make_vec(ENV_ID, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **horizon)
     wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
-    env = TermLoggingVecEnv(wrapped, seed=args.seed)  # the first reset
+    warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
+    env = TermLoggingVecEnv(wrapped, seed=args.seed)  # the training's first reset
     runner_class = OnPolicyRunner if args.stock else SyncFreeOnPolicyRunner
     runner = runner_class(env, cfg, log_dir=None, device=args.device)
     stats = wrapped.reset_terms["episode"]
