@@ -35,7 +35,6 @@ import argparse
 import dataclasses
 import itertools
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.distributed import init_distributed, rank_info
+from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.plotting import plot_curves
 
 
@@ -382,31 +382,6 @@ class PPOUpdate:
 
 
 # ----------------------------------------------------------------------------------------- train
-class TermLog:
-    """Per-term episode sums of a task that reports ``info["reward_terms"]`` (the Go1 task), on the device.
-
-    Logged as mjlab's ``Episode_Reward/<term>``: the finished episodes' mean sum of the weighted term
-    divided by the episode horizon in seconds.
-    """
-
-    def __init__(self, env: FixedShapeAutoresetVectorEnv, device: torch.device) -> None:
-        inner = env.env
-        go1 = sys.modules.get("gym_graphreset.envs.go1")  # loaded if and only if a Go1 env was made
-        is_go1 = go1 is not None and isinstance(inner, go1.Go1VelocityFlatEnv)
-        self.names: tuple[str, ...] = inner.reward_names if is_go1 else ()
-        self.episode_seconds = inner.max_episode_steps * inner.dt if self.names else 1.0
-        self.running = torch.zeros(env.num_envs, len(self.names), device=device)
-        self.sums = torch.zeros(len(self.names), device=device)
-
-    def add(self, info: dict[str, Any], done: torch.Tensor) -> None:
-        """Add a step's terms; move the finished episodes' sums into the log (no host read)."""
-        if not self.names:
-            return
-        self.running += info["reward_terms"]
-        self.sums += (self.running * done.unsqueeze(1)).sum(dim=0)
-        self.running *= 1.0 - done.unsqueeze(1)
-
-
 def warm_up(env: FixedShapeAutoresetVectorEnv, steps: int = 8) -> float:
     """Step random actions until kernels are compiled and the env step is captured; returns seconds."""
     start = time.perf_counter()
@@ -497,7 +472,7 @@ def train(args: Args) -> dict[str, list[float]]:
     ep_return_sum = torch.zeros((), device=device)
     ep_count = torch.zeros((), device=device)
     ep_length_sum = torch.zeros((), device=device)
-    terms = TermLog(env, device)
+    terms = RewardTermLog.for_env(env) or RewardTermLog((), 1.0, env.num_envs, device)  # Go1: per-term sums
     split = Split(device)
 
     start = time.perf_counter()  # from the first reset (kernels already compiled by the warm-up)
@@ -571,6 +546,7 @@ def train(args: Args) -> dict[str, list[float]]:
             ep_count.zero_()
             ep_length_sum.zero_()
             terms.sums.zero_()
+            terms.count.zero_()
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
             break  # under torchrun every rank must stop together: give all ranks the same limit
     elapsed = time.perf_counter() - start

@@ -6,14 +6,16 @@ whole-step graph), whatever trainer sits on top.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
+from gym_graphreset.inputs import env_device
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
-__all__ = ["EpisodeClock", "EpisodeLog", "check_same_step", "episode_clock", "observation_groups"]
+__all__ = ["EpisodeClock", "EpisodeLog", "RewardTermLog", "check_same_step", "episode_clock", "observation_groups"]
 
 
 @runtime_checkable
@@ -112,3 +114,63 @@ class EpisodeLog:
         self.running_return.masked_fill_(done, 0.0)
         self.running_length.masked_fill_(done, 0.0)
         return {"/episode/mean_return": self.mean_return.clone(), "/episode/mean_length": self.mean_length.clone()}
+
+
+class RewardTermLog:
+    """Per-term episode sums of an env that reports ``info["reward_terms"]`` (the Go1 task), on the device.
+
+    Summarised as mjlab's ``Episode_Reward/<term>``: the mean, over the episodes that ended, of each
+    weighted, dt-scaled term's episode sum divided by the maximum episode length in seconds. ``add`` makes
+    no host read; :meth:`summary` makes one.
+
+    Args:
+        names: The terms, in the order of ``info["reward_terms"]``'s columns.
+        episode_seconds: The maximum episode length in seconds (``max_episode_steps * dt``).
+        num_envs: Rows.
+        device: Where ``info["reward_terms"]`` lives.
+    """
+
+    def __init__(self, names: tuple[str, ...], episode_seconds: float, num_envs: int, device: torch.device) -> None:
+        if not episode_seconds > 0:
+            raise ValueError(f"`episode_seconds` must be > 0, got {episode_seconds!r}")
+        self.names = names
+        self.episode_seconds = episode_seconds
+        with torch.inference_mode(False):  # written every step, in any mode
+            self.running = torch.zeros(num_envs, len(names), device=device)
+            self.sums = torch.zeros(len(names), device=device)
+            self.count = torch.zeros((), device=device)
+
+    @classmethod
+    def for_env(cls, env: VectorEnv) -> RewardTermLog | None:
+        """The log for a wrapped Go1 task (``env.env`` a ``Go1VelocityFlatEnv``), else ``None``."""
+        go1 = sys.modules.get("gym_graphreset.envs.go1")  # loaded if and only if a Go1 env was made
+        if go1 is None or not isinstance(env, FixedShapeAutoresetVectorEnv):
+            return None
+        inner = env.env
+        if not isinstance(inner, go1.Go1VelocityFlatEnv):
+            return None
+        return cls(inner.reward_names, inner.max_episode_steps * inner.dt, env.num_envs, env_device(env))
+
+    def add(self, info: dict[str, Any], done: torch.Tensor) -> None:
+        """Add a step's terms; move the finished episodes' sums into the totals (no host read).
+
+        A log of no terms (``names=()``, for a task without ``info["reward_terms"]``) ignores the step.
+        """
+        if not self.names:
+            return
+        ended = done.reshape(-1, 1).to(self.running.dtype)
+        self.running += info["reward_terms"]
+        self.sums += (self.running * ended).sum(dim=0)
+        self.count += ended.sum()
+        self.running *= 1.0 - ended
+
+    def summary(self, clear: bool = True) -> dict[str, float | None]:
+        """Each term's mean episode sum per second of maximum episode (``None`` when no episode ended).
+
+        One host read; ``clear`` zeroes the totals (so the next summary covers the episodes after this one).
+        """
+        count, *sums = torch.cat((self.count.reshape(1), self.sums)).tolist()
+        if clear:
+            self.sums.zero_()
+            self.count.zero_()
+        return {n: (s / count / self.episode_seconds if count else None) for n, s in zip(self.names, sums, strict=True)}

@@ -75,6 +75,8 @@ class RslRlVecEnv(VecEnv):
         self.log = EpisodeLog(self.num_envs, self.device)
         obs, _ = env.reset(seed=seed)
         self._obs = self._groups(obs, "the env's observation")
+        self.info: dict[str, Any] = {}
+        """The env's ``info`` of the last step (e.g. ``info["reward_terms"]``), valid until the next step."""
 
     @property
     def episode_length_buf(self) -> torch.Tensor:
@@ -107,6 +109,7 @@ class RslRlVecEnv(VecEnv):
     def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Step the env: ``(obs groups, rewards, dones, extras)`` with no host read of the adapter's own."""
         obs, reward, terminated, truncated, info = self.env.step(actions.reshape(self.num_envs, *self.action_shape))
+        self.info = info
         dones = terminated | truncated
         self._obs = self._groups(obs, "the env's observation")
         final = self._groups(info["final_obs"], 'info["final_obs"]') if "final_obs" in info else self._obs
