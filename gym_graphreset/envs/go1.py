@@ -280,7 +280,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         return counter_uniform(self.seed, self.env_ids, key, width, stream=stream)
 
     @staticmethod
-    def _span(u: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    def _span(u: torch.Tensor, lo: float | torch.Tensor, hi: float | torch.Tensor) -> torch.Tensor:
         return lo + (hi - lo) * u
 
     # ------------------------------------------------------------------ events
