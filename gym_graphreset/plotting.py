@@ -13,6 +13,7 @@ from typing import Any
 from gym_graphreset.bench import ModeResult
 
 __all__ = [
+    "TRAINING_FIELDS",
     "import_pyplot",
     "is_cpu_baseline",
     "load_training_curve",
