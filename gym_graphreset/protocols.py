@@ -16,8 +16,8 @@ A term author learns five things, each declared here or in :mod:`gym_graphreset.
 5. Capabilities, declared as class attributes and read one way
    (:func:`~gym_graphreset.selection.declares`): ``supports_reset_selection = True`` (``reset`` takes a
    :class:`~gym_graphreset.ResetSelection`) and, for an inner env, ``supports_step_capture = True``
-   (``step`` follows the captured-path rules of :mod:`gym_graphreset.graph`). A declaration covers the
-   class that defines the method it is about, and its subclasses until one overrides that method.
+   (``step`` follows the captured-path rules of :mod:`gym_graphreset.graph`). A reset-selection
+   declaration covers the class that defines ``reset`` and its subclasses until one overrides ``reset``.
 
 **The inner env** (:class:`TorchVectorEnv`): a Gymnasium ``VectorEnv`` of torch tensors with a
 ``device`` and ``metadata["autoreset_mode"]`` of ``DISABLED`` (the wrapper resets done rows) or

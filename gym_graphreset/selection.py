@@ -116,22 +116,23 @@ def reset_selection_capable(cls: _T) -> _T:
 
 Capability = Literal["reset_selection", "step_capture"]
 """What a participant may declare: ``supports_reset_selection`` / ``supports_step_capture``."""
-_COVERS: dict[str, str] = {"reset_selection": "reset", "step_capture": "step"}
+_COVERS: dict[str, str | None] = {"reset_selection": "reset", "step_capture": None}
 
 
 def declares(obj: object, capability: Capability) -> bool:
-    """Whether ``obj`` (or a class) declares ``supports_<capability> = True`` for its effective method.
+    """Whether ``obj`` (or a class) declares ``supports_<capability> = True``: the one capability mechanism.
 
-    The one capability mechanism: ``reset_selection`` is about ``reset``, ``step_capture`` about ``step``.
-    A declaration (in a class body, or on the instance) counts only at or below the class that defines
-    the effective method in the MRO: a subclass overriding it without re-declaring is not capable,
-    whatever its parents said.
+    A declaration sits in a class body or on the instance, and is read along the MRO. For
+    ``reset_selection`` (about ``reset``, whose masked writes a subclass can silently undo) it counts only
+    at or below the class that defines the effective ``reset``: a subclass overriding ``reset`` without
+    re-declaring is not capable, whatever its parents said. ``step_capture`` is inherited as declared (a
+    subclass whose ``step`` reads the host declares ``supports_step_capture = False``).
     """
     attr, method = f"supports_{capability}", _COVERS[capability]
     if not isinstance(obj, type) and attr in getattr(obj, "__dict__", {}):
         return obj.__dict__[attr] is True
     cls = obj if isinstance(obj, type) else type(obj)
-    owner = next((klass for klass in cls.__mro__ if method in vars(klass)), None)
+    owner = None if method is None else next((klass for klass in cls.__mro__ if method in vars(klass)), None)
     for klass in cls.__mro__:
         if attr in vars(klass):
             return vars(klass)[attr] is True

@@ -61,9 +61,20 @@ class _Inherits(_Stepper):
     pass
 
 
-def test_one_capability_rule_for_step_capture_and_reset_selection() -> None:
+class _Resetter:
+    supports_reset_selection = True
+
+    def reset(self, env_ids: Any) -> None: ...
+
+
+class _OverridesReset(_Resetter):
+    def reset(self, env_ids: Any) -> None: ...
+
+
+def test_one_capability_function_for_step_capture_and_reset_selection() -> None:
     assert declares(_Stepper(), "step_capture") and declares(_Inherits(), "step_capture")
-    assert not declares(_Overrides(), "step_capture")  # overrides step without re-declaring
+    assert declares(_Overrides(), "step_capture")  # inherited as declared, as before
+    assert declares(_Resetter(), "reset_selection") and not declares(_OverridesReset(), "reset_selection")
     assert not declares(_Stepper(), "reset_selection")
 
 
