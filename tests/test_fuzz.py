@@ -236,7 +236,7 @@ def test_interleavings_with_faults_match_a_fault_free_reference(mode: str, ops: 
 
     env, faulty = _fuzz_env(mode, seed)
     ref, _ = _fuzz_env(mode, seed)
-    depth = env.config.published_buffer_depth if env.config.persistent_step_buffers else None
+    depth = env.config.published_buffer_depth if env.config.persistent_buffers else None
     held: list[tuple[int, Any, Any]] = []  # (steps when published, tensor, its copy)
     steps, broken, fresh = 0, False, True
 
