@@ -127,6 +127,66 @@ def test_doctest_examples_run(page: Path) -> None:
         assert result.attempted > 0 and result.failed == 0, f"{page.name}: {result.failed} doctest example(s) failed"
 
 
+# A code block shows this many columns in a 1,400-px browser window before it is cut off (scrolled sideways).
+CODE_WIDTH = 88
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(\S*)(.*)$")
+# MyST directives whose body is shown as code; any other `{directive}` fence (a note, a toctree) is not code.
+CODE_DIRECTIVES = {"{code-block}", "{code}", "{sourcecode}", "{code-cell}", "{eval-rst}", "{doctest}"}
+
+
+def _code_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of every line inside a fenced code block: ``` or ~~~, a language, a code directive."""
+    lines, fence, is_code = [], "", False
+    for number, line in enumerate(text.splitlines(), 1):
+        match = FENCE.match(line)
+        if not fence:
+            if match:
+                fence, info = match.group(1), match.group(2)
+                is_code = not info.startswith("{") or info in CODE_DIRECTIVES
+        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and not match.group(2):
+            fence = ""  # a closing fence: the opening's character, at least as long, nothing after it
+        elif is_code:
+            lines.append((number, line))
+    return lines
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_code_blocks_fit_the_page(page: Path) -> None:
+    """No line of a page's code blocks is wider than CODE_WIDTH characters, so none is cut off on screen."""
+    wide = [
+        f"{page.relative_to(ROOT)}:{n}: {len(line)} > {CODE_WIDTH} characters: {line.strip()[:60]!r}"
+        for n, line in _code_lines(page.read_text())
+        if len(line) > CODE_WIDTH
+    ]
+    assert not wide, "code lines wider than the page:\n" + "\n".join(wide)
+
+
+def test_code_line_scan_finds_each_kind_of_block() -> None:
+    """The scan reads code fences of every kind (indented, ~~~, longer fences) and skips prose and non-code."""
+    text = "\n".join(
+        [
+            "prose",  # 1
+            "```python",
+            "code",  # 3
+            "```",
+            "  ```{code-block} bash",
+            "  indented",  # 6
+            "  ```",
+            "````text",
+            "```",  # 9: a shorter fence inside a longer one is content
+            "````",
+            "~~~",
+            "tilde",  # 12
+            "~~~",
+            "```{note}",
+            "a note is prose",
+            "```",
+            "after",
+        ]
+    )
+    assert [n for n, _ in _code_lines(text)] == [3, 6, 9, 12]
+
+
 # Words about how the project was made (work sessions, machine loans, the issue tracker) rather than about the
 # library. Raw tool output (*.log, *.json under benchmarks/results/) is kept verbatim and not checked.
 PROCESS_WORDS = re.compile(
