@@ -44,6 +44,7 @@ __all__ = [
     "check_capture_mode",
     "check_warmup",
     "from_flags",
+    "legacy_values",
 ]
 
 GraphScope = Literal["reset", "step"]
@@ -202,6 +203,22 @@ class StepConfig:
         """``validation == "deferred"``."""
         return self.validation == "deferred"
 
+    def __getattr__(self, name: str) -> Any:
+        """Earlier releases' names, read with a ``DeprecationWarning``: the old flags and ``flags()``.
+
+        ``config.persistent_step_buffers`` reads ``persistent_buffers``, and so on (:data:`LEGACY_FLAGS`);
+        ``config.flags()`` gives the old keywords, which :func:`from_flags` maps back to this config.
+        """
+        if name != "flags" and name not in LEGACY_FLAGS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        replacement = "a preset name or the StepConfig itself" if name == "flags" else LEGACY_FLAGS[name]
+        warnings.warn(f"`StepConfig.{name}` is deprecated: use {replacement}", DeprecationWarning, stacklevel=2)
+        values = legacy_values(self)
+        if name == "flags":
+            runtime = {k: getattr(self, k) for k in RUNTIME_FIELDS}
+            return lambda: values | runtime
+        return values[name]
+
 
 PRESETS: dict[PresetName, StepConfig] = {
     "selected": StepConfig(),
@@ -227,6 +244,21 @@ LEGACY_FLAGS: dict[str, str] = {
     "compile_backend": "compile=<backend>",
 }
 """The boolean keywords of earlier releases, and what replaces each (see :func:`from_flags`)."""
+
+
+def legacy_values(config: StepConfig) -> dict[str, Any]:
+    """``config`` as the keywords of earlier releases (:data:`LEGACY_FLAGS`): what :func:`from_flags` maps back."""
+    return {
+        "masked_autoreset": config.masked,
+        "defer_finite_validation": config.deferred,
+        "persistent_step_buffers": config.persistent_buffers,
+        "autoreset_cuda_graph": config.graph is not None,
+        "cuda_graph_scope": config.graph or "reset",
+        "autoreset_graph_warmup": config.graph_warmup,
+        "autoreset_graph_capture_mode": config.capture_mode,
+        "compile_step": config.compile is not None,
+        "compile_backend": config.compile or "inductor",
+    }
 
 
 def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) -> StepConfig:
@@ -264,17 +296,7 @@ def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) ->
         DeprecationWarning,
         stacklevel=3,
     )
-    old = {
-        "masked_autoreset": base.masked,
-        "defer_finite_validation": base.deferred,
-        "persistent_step_buffers": base.persistent_buffers,
-        "autoreset_cuda_graph": base.graph is not None,
-        "cuda_graph_scope": base.graph or "reset",
-        "autoreset_graph_warmup": base.graph_warmup,
-        "autoreset_graph_capture_mode": base.capture_mode,
-        "compile_step": base.compile is not None,
-        "compile_backend": base.compile or "inductor",
-    } | legacy
+    old = legacy_values(base) | legacy
     for name in ("masked_autoreset", "defer_finite_validation", "persistent_step_buffers", "autoreset_cuda_graph"):
         if not isinstance(old[name], bool):
             raise ValueError(f"`{name}` must be a bool, got {old[name]!r}")
