@@ -24,6 +24,7 @@ __all__ = [
     "plot_soak",
     "plot_training_curves",
     "same_task",
+    "save_figure",
     "time_to_reach",
 ]
 
@@ -42,6 +43,15 @@ def import_pyplot(path: Path) -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def save_figure(plt: Any, fig: Any, path: Path, dpi: int) -> bool:
+    """Lay out ``fig``, write it to ``path`` (making its folder) and close it; returns ``True``."""
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return True
 
 
 def is_cpu_baseline(result: ModeResult) -> bool:
@@ -109,11 +119,7 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
         lines.set_title("throughput against the number of envs", fontsize=10)
         lines.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, path, dpi=200)
 
 
 def plot_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], path: Path, title: str) -> bool:
@@ -140,11 +146,7 @@ def plot_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], path: Path,
         ax.grid(alpha=0.3)
     by_steps.legend(loc="upper left", fontsize=9)
     fig.suptitle(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, path, dpi=200)
 
 
 def plot_soak(windows: Sequence[Mapping[str, float]], path: Path, title: str) -> bool:
@@ -161,11 +163,7 @@ def plot_soak(windows: Sequence[Mapping[str, float]], path: Path, title: str) ->
     ax.set_ylabel("ms per batched step\n(window mean)")
     ax.grid(alpha=0.3)
     ax.set_title(title)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, path, dpi=200)
 
 
 def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) -> bool:
@@ -231,11 +229,7 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
     ratio.legend(fontsize=8)
     for ax in (rate, ratio):
         ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, path, dpi=100)
 
 
 TRAINING_FIELDS = ("wall_s", "env_steps", "track_lin_vel", "episode_length")
@@ -316,8 +310,4 @@ def plot_training_curves(runs: dict[str, Path], path: Path, title: str, referenc
     for ax in (reward, length):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, path, dpi=100)

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
-from gym_graphreset.plotting import import_pyplot
+from gym_graphreset.plotting import import_pyplot, save_figure
 
 
 def train_cfg(num_steps: int, stock: bool) -> dict[str, Any]:
@@ -93,11 +93,7 @@ def plot(paths: list[Path], png: Path) -> bool:
     ax.set_ylabel("mean episode return")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=9)
-    fig.tight_layout()
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
-    return True
+    return save_figure(plt, fig, png, dpi=100)
 
 
 def main() -> None:

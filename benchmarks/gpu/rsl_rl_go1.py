@@ -30,7 +30,6 @@ import contextlib
 import copy
 import json
 import os
-import platform
 import time
 from collections.abc import Sequence
 from importlib import metadata
@@ -44,6 +43,7 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.bench import env_versions
 from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 from gym_graphreset.plotting import plot_training_curves
@@ -137,12 +137,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _versions() -> dict[str, str]:
-    versions = {"python": platform.python_version(), "torch": torch.__version__}
-    for dist in ("gym_graphreset", "rsl-rl-lib", "mujoco", "mujoco-warp", "warp-lang"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[dist] = metadata.version(dist)
-    if torch.cuda.is_available():
-        versions["gpu"] = torch.cuda.get_device_name()
+    """The bench's versions (python, torch, gymnasium, warp, mujoco, the GPU) and rsl_rl's."""
+    versions = env_versions()
+    with contextlib.suppress(metadata.PackageNotFoundError):
+        versions["rsl-rl-lib"] = metadata.version("rsl-rl-lib")
     return versions
 
 
