@@ -32,10 +32,14 @@ from gym_graphreset.compiling import CompileBackend, CompiledStep
 from gym_graphreset.masked_path import MaskedPath, ResetCarriers
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.same_step import ResetPath, StepOut, TermInfos, check_reset_obs, same_step_info
+from gym_graphreset.same_step import ResetPath, TermInfos, check_reset_obs, same_step_info
+from gym_graphreset.same_step import StepOut as _StepOut
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
+
+StepOut = _StepOut
+"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step (see :mod:`gym_graphreset.same_step`)."""
 
 
 class SelectedRowPath(ResetPath):
