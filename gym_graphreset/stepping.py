@@ -13,226 +13,36 @@ output:
 Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
 (``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
 ``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
-steps where a row ended on the selected-row path.
+steps where a row ended on the selected-row path. What both paths share (the SAME_STEP info, term
+infos, the explicit reset) is in :mod:`gym_graphreset.same_step`; the masked path is in
+:mod:`gym_graphreset.masked_path`; both are importable from here too.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from gymnasium.vector import VectorEnv
 
-from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_leaves, tree_map, tree_where
+from gym_graphreset.buffers import tree_leaves, tree_where
 from gym_graphreset.compiling import CompileBackend, CompiledStep
+from gym_graphreset.masked_path import MaskedPath, ResetCarriers
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
-from gym_graphreset.selection import ResetSelection, participant_name
+from gym_graphreset.same_step import ResetPath, TermInfos, check_reset_obs, same_step_info
+from gym_graphreset.same_step import StepOut as _StepOut
 from gym_graphreset.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
 
-StepOut = tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
-"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step."""
+StepOut = _StepOut
+"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step (see :mod:`gym_graphreset.same_step`)."""
 
 
-def check_reset_obs(latch: ValidationLatch, reset_obs: Any, rows: torch.Tensor | None) -> None:
-    """Latch ``finite_reset_obs``: the reset rows' (``None``: every row's) new observations are finite."""
-    for _, leaf in tree_leaves(reset_obs):
-        if leaf.dtype.is_floating_point:
-            ok = finite_rows(leaf) if rows is None else finite_rows(leaf) | ~rows
-            latch.require(ok, "finite_reset_obs", "a reset produced NaN or inf observations")
-
-
-def same_step_info(step_info: dict[str, Any], reset_info: dict[str, Any], done: torch.Tensor) -> dict[str, Any]:
-    """Gymnasium's ``SAME_STEP`` info of a step whose ``done`` rows were just reset (fixed shapes, no host read).
-
-    - ``final_info`` is the step's own info (what the finished episodes' last step said), each key masked
-      to the done rows (``final_info["_k"]``), and ``_final_info`` the done mask;
-    - the reset's info is merged in on the reset rows: a key ``k`` it returned (on the rows of its mask
-      ``_k``, or every reset row) replaces the step's value there, and ``_k`` says which rows hold a value;
-    - a step key that comes with a mask ``_k`` (Gymnasium-style per-env infos) is cleared from the reset
-      rows' mask, as Gymnasium's ``SyncVectorEnv`` reports only the reset's info for them. Keys without a
-      mask (a torch env's full-width values) keep the step's values.
-    """
-    info = dict(step_info)
-    for key in step_info:
-        mask_key = f"_{key}"
-        if not key.startswith("_") and isinstance(step_info.get(mask_key), torch.Tensor):
-            info[mask_key] = step_info[mask_key] & ~done
-    for key, value in reset_info.items():
-        if key.startswith("_"):
-            continue
-        given = reset_info.get(f"_{key}")
-        rows = done if not isinstance(given, torch.Tensor) else given & done
-        if key in info and _same_layout(info[key], value):
-            info[key] = tree_where(rows, value, info[key])
-            if isinstance(info.get(f"_{key}"), torch.Tensor):
-                info[f"_{key}"] = info[f"_{key}"] | rows
-        else:
-            info[key], info[f"_{key}"] = value, rows
-    info["final_info"], info["_final_info"] = _on_rows(step_info, done), done
-    return info
-
-
-def _on_rows(info: dict[str, Any], rows: torch.Tensor) -> dict[str, Any]:
-    """``info`` valid on ``rows`` only: every key ``k`` gets (or narrows) its mask ``_k``; nested dicts too."""
-    out: dict[str, Any] = {}
-    for key, value in info.items():
-        if key.startswith("_"):
-            continue
-        out[key] = _on_rows(value, rows) if isinstance(value, dict) else value
-        given = info.get(f"_{key}")
-        out[f"_{key}"] = given & rows if isinstance(given, torch.Tensor) else rows
-    return out
-
-
-def _same_layout(a: Any, b: Any) -> bool:
-    la, lb = list(tree_leaves(a)), list(tree_leaves(b))
-    return len(la) == len(lb) > 0 and all(
-        pa == pb and ta.shape == tb.shape and ta.dtype == tb.dtype for (pa, ta), (pb, tb) in zip(la, lb, strict=True)
-    )
-
-
-def _fresh(tree: Any) -> Any:
-    return tree_map(torch.clone, tree)
-
-
-class TermInfos:
-    """Reads every term's ``info()`` and holds it to its contract: fixed keys, full-width tensors.
-
-    The first read of each term checks that every tensor leaf has ``num_envs`` rows; every later read
-    checks that the keys are the ones the first returned. A term that breaks either is refused by name
-    (a ``ValueError`` naming the term and the key), never published half-shaped.
-    """
-
-    def __init__(self, providers: list[tuple[str, Callable[[], dict[str, Any]]]], num_envs: int) -> None:
-        self.providers = providers
-        self.num_envs = num_envs
-        self._keys: dict[str, tuple[str, ...]] = {}
-
-    def read(self) -> dict[str, Any]:
-        """Every term's entries, merged in term order."""
-        out: dict[str, Any] = {}
-        for name, provider in self.providers:
-            entries = provider()
-            keys = tuple(entries)
-            known = self._keys.get(name)
-            if known is None:
-                self._check_width(name, entries)
-                self._keys[name] = keys
-            elif keys != known:
-                raise ValueError(
-                    f"reset term {name!r}: info() must return the same keys every step (fixed keys), returned "
-                    f"{list(keys)} after {list(known)}"
-                )
-            out.update(entries)
-        return out
-
-    def owner(self, key: str) -> str:
-        """The class of the term whose ``info()`` returned ``key`` (as read so far)."""
-        for name, provider in self.providers:
-            if key in self._keys.get(name, ()):
-                return participant_name(getattr(provider, "__self__", provider))
-        return "?"
-
-    def _check_width(self, name: str, entries: dict[str, Any]) -> None:
-        if not isinstance(entries, dict):
-            raise TypeError(f"reset term {name!r}: info() must return a dict, got {type(entries).__name__}")
-        for path, leaf in tree_leaves(entries):
-            if leaf.dim() == 0 or leaf.shape[0] != self.num_envs:
-                key = "".join(f"[{p!r}]" for p in path)
-                raise ValueError(
-                    f"reset term {name!r}: info(){key} must be full width, shape (num_envs={self.num_envs}, ...), "
-                    f"got {tuple(leaf.shape)}"
-                )
-
-
-class _Path:
-    """What both reset paths own: the resets, the publishers, the reset-obs check, carriers and term infos.
-
-    The inner env's and the terms' resets, explicit (:meth:`reset`) and of done rows
-    (:meth:`reset_done_rows`), as the step path owns the step.
-    """
-
-    obs_carrier: Any = None
-
-    def __init__(self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool) -> None:
-        self.env = env
-        self.parts = parts
-        self.latch = latch
-        self.carriers = TensorStore() if persistent else None
-        self.infos = TermInfos(parts.info_providers, env.num_envs)
-        self.final_infos = TensorStore()
-
-    def capture_buffers(self) -> list[torch.Tensor]:
-        """The carriers a graph writes (declared: they sit in a store, deeper than attributes)."""
-        carriers = [] if self.carriers is None else list(self.carriers.buffers())
-        return carriers + self.final_infos.buffers() + [leaf for _, leaf in tree_leaves(self.obs_carrier)]
-
-    def final_term_infos(self) -> dict[str, Any]:
-        """Every term's info before the done rows reset: what a finished episode's last step said.
-
-        Held in a store (persistent carriers: a graph rewrites it in place) or a fresh copy, since the
-        reset that follows may change the terms' tensors in place.
-        """
-        entries = self.infos.read()
-        return self.final_infos.write(entries) if self.carriers is not None else _fresh(entries)
-
-    def term_infos(self, info: dict[str, Any], final: dict[str, Any] | None) -> None:
-        """Every term's info after the reset into ``info``; ``final`` (read before it) into ``final_info``.
-
-        Published copies: in place, the ring copies; otherwise a fresh copy, so a kept reference is not
-        overwritten by the next step (Gymnasium hands out fresh arrays too).
-        """
-        entries = self.infos.read()
-        if clash := [k for k in entries if k in info]:  # host-side key check: no device read
-            raise ValueError(
-                f"the reset term {self.infos.owner(clash[0])} publishes info key(s) {clash} that the step's info "
-                "already holds (from the inner env or its reset): one would silently replace the other"
-            )
-        info.update(entries if self.carriers is not None else _fresh(entries))
-        if final is not None:  # what the finished episodes' last step said, as Gymnasium's per-env wrappers
-            info["final_info"].update(_on_rows(final, info["_final_info"]))
-
-    def terms_reset(self, rows: Rows) -> None:
-        """Reset ``rows`` of every term, in order."""
-        for term in self.parts.terms.values():
-            term.reset(rows)
-
-    def reset(
-        self, seed: int | None, options: dict[str, Any] | None, mask: torch.Tensor | None
-    ) -> tuple[Any, dict[str, Any]]:
-        """An explicit ``reset()``: the inner env, every term, the publishers (full reset), the obs check.
-
-        ``mask`` is the checked ``options["reset_mask"]`` (``None``: every row); ``options`` already holds
-        it for the inner env. Returns the observations in the carrier once one exists.
-        """
-        obs, info = self.env.reset(seed=seed, options=options)
-        self.terms_reset(self.rows_for_terms(mask))
-        if mask is None:
-            for clear in self.parts.publishers:
-                clear()
-        check_reset_obs(self.latch, obs, mask)
-        return self.write_reset_obs(obs), info
-
-    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
-        """What terms get on an explicit ``reset()`` for ``mask`` (``None``: every row)."""
-        raise NotImplementedError
-
-    def write_reset_obs(self, obs: Any) -> Any:
-        """An explicit reset's observations, as published (the carrier, on the masked path, once it exists)."""
-        return obs
-
-    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the rows that finished this step and build the SAME_STEP output."""
-        raise NotImplementedError
-
-
-class SelectedRowPath(_Path):
+class SelectedRowPath(ResetPath):
     """Reset done rows by id after a host read (``done.any()``, ``done.nonzero()``): the reference path.
 
     Terms get row ids (a long tensor); the inner env gets the done mask in ``options["reset_mask"]``.
@@ -273,118 +83,6 @@ class SelectedRowPath(_Path):
             c = self.carriers.write({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated})
             obs, reward, terminated, truncated = c["obs"], c["reward"], c["terminated"], c["truncated"]
         return obs, reward, terminated, truncated, info
-
-
-@dataclass
-class ResetCarriers:
-    """What the masked reset body reads and writes with persistent buffers: fixed tensors, every step.
-
-    Attributes:
-        final_obs: The step's observations (the carrier the step wrote), read on done rows.
-        done: The done mask (its carrier).
-        obs: Written whole: the reset observations on done rows, ``final_obs`` elsewhere.
-        reset_info: The inner reset's info, in a store the body rewrites in place.
-    """
-
-    final_obs: Any
-    done: torch.Tensor
-    obs: Any
-    reset_info: dict[str, Any] = field(default_factory=dict)
-
-
-class MaskedPath(_Path):
-    """Reset through the full-width selection every step, with no host read.
-
-    Args:
-        env: The inner env (``AutoresetMode.DISABLED``, selection-capable).
-        parts: The participants.
-        latch: Where the reset body latches its observation check.
-        selection: The persistent selection handed to the env and every term.
-        persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body (a :class:`~gym_graphreset.executors.Runner`: eager, or a graph
-            with ``graph="reset"``). With persistent carriers the body reads and writes only them
-            (:class:`ResetCarriers`), so a graph of it replays correctly.
-    """
-
-    def __init__(
-        self,
-        env: VectorEnv,
-        parts: Participants,
-        latch: ValidationLatch,
-        selection: ResetSelection,
-        persistent: bool,
-        run_reset: Callable[[Callable[[], None]], None],
-    ) -> None:
-        super().__init__(env, parts, latch, persistent)
-        self.selection = selection
-        self.run_reset = run_reset
-        self.reset_info_store = TensorStore()
-        self.io: ResetCarriers | None = None  # made on the first step: the carriers' shapes are the step's
-
-    def capture_buffers(self) -> list[torch.Tensor]:
-        """The carriers, and the reset-info store the reset body rewrites in place."""
-        return [*super().capture_buffers(), *self.reset_info_store.buffers()]
-
-    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
-        """What terms get on an explicit ``reset()``: the selection (all-True for a full reset)."""
-        self.selection.mask.copy_(mask if mask is not None else torch.ones_like(self.selection.mask))
-        return self.selection
-
-    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows through the mask (no host read) and build the SAME_STEP output."""
-        info = dict(info)
-        final = self.final_term_infos()
-        if self.carriers is not None:
-            c = self.carriers.write(
-                {
-                    "final_obs": step.obs,
-                    "reward": step.reward,
-                    "terminated": step.terminated,
-                    "truncated": step.truncated,
-                    "done": step.done,
-                }
-            )
-            if self.io is None:
-                self.obs_carrier = tree_map(owned_like, c["final_obs"])  # written whole by the reset body
-                self.io = ResetCarriers(c["final_obs"], c["done"], self.obs_carrier)
-            self.run_reset(self._reset_into_carriers)
-            io = self.io
-            obs, final_obs, reset_info = io.obs, io.final_obs, io.reset_info
-            reward, terminated, truncated, done = c["reward"], c["terminated"], c["truncated"], c["done"]
-        else:
-            reward, terminated, truncated, done = step.reward, step.terminated, step.truncated, step.done
-            final_obs = tree_where(done, step.obs, step.obs)  # a copy the inner reset cannot alias
-            obs, reset_info = self.masked_reset(final_obs, done)
-        info = same_step_info(info, reset_info, done)  # every step: fixed keys
-        info["final_obs"], info["_final_obs"] = final_obs, done
-        self.term_infos(info, final)
-        return obs, reward, terminated, truncated, info
-
-    def write_reset_obs(self, obs: Any) -> Any:
-        """After an explicit ``reset()``: the obs, in the carrier once one exists."""
-        if self.obs_carrier is None:
-            return obs
-        tree_copy_(self.obs_carrier, obs)
-        return self.obs_carrier
-
-    def _reset_into_carriers(self) -> None:
-        """The reset body on persistent carriers only: what a ``"reset"`` graph captures."""
-        io = self.io
-        assert io is not None
-        obs, reset_info = self.masked_reset(io.final_obs, io.done)
-        tree_copy_(io.obs, obs)
-        if reset_info:
-            io.reset_info = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
-
-    def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
-        """The masked reset body: inner env, then terms, over the full width (no host read)."""
-        outer = self.latch.open_batch()  # latched inside this body (its own graph in the reset scope)
-        self.selection.mask.copy_(done)
-        reset_obs, reset_info = self.env.reset(options={"reset_mask": self.selection})
-        self.terms_reset(self.selection)
-        check_reset_obs(self.latch, reset_obs, done)
-        self.latch.close_batch(outer)  # no `with`: a compiled step cannot resume inside one (StepBody cleans up)
-        return tree_where(done, reset_obs, step_obs), reset_info
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gym_graphreset.buffers import PublicationRing
 from gym_graphreset.config import LEGACY_FLAGS, PresetName, StepConfig, from_flags
 from gym_graphreset.executors import GraphFactory, Runner, StepInputs
+from gym_graphreset.failures import ClosedEnvironmentError, InterruptedStepError, interruption
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
 from gym_graphreset.host_transitions import HostTransitions
 from gym_graphreset.inputs import (
@@ -44,32 +45,6 @@ from gym_graphreset.stepping import MaskedPath, SelectedRowPath, StepBody, StepO
 from gym_graphreset.validation import DeferredValidationError, ValidationLatch
 
 __all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
-
-
-class ClosedEnvironmentError(RuntimeError):
-    """``step()`` or ``reset()`` was called after ``close()``."""
-
-
-class InterruptedStepError(RuntimeError):
-    """``step()`` was called after a step or reset raised part-way (an exception or ``KeyboardInterrupt``).
-
-    The inner env or some terms may have advanced or reset rows that the rest did not: the env fails
-    closed, like after a latched validation failure, until a full ``reset()``.
-    """
-
-
-def _interruption(call: str, exc: BaseException, parts: Participants) -> str:
-    """What was interrupted, by what and where (the innermost participant in the traceback), for the refusal."""
-    labels = {id(t): f"reset term {n!r}" for n, t in parts.terms.items()}
-    labels.update((id(e), n) for n, e in parts.chain)
-    where, last, tb = "", None, exc.__traceback__
-    while tb is not None:  # the innermost participant, at the method the caller entered it by
-        owner = tb.tb_frame.f_locals.get("self")
-        if id(owner) in labels and owner is not last:
-            where, last = f" in {labels[id(owner)]}.{tb.tb_frame.f_code.co_name}()", owner
-        tb = tb.tb_next
-    detail = f": {exc}" if str(exc) else ""
-    return f"{call} was interrupted{where} by {type(exc).__name__}{detail}"
 
 
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
@@ -352,7 +327,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def _fail_closed(self, call: str, exc: BaseException) -> None:
         """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
         if exc is not self._failed:
-            self._interrupted = _interruption(call, exc, self._parts)
+            self._interrupted = interruption(call, exc, self._parts)
             self._needs_reset = True
 
     def _reset(

@@ -13,7 +13,9 @@ LAYERS: list[set[str]] = [
     {"selection", "rng", "buffers", "host_transitions", "validation", "config", "compiling", "dynamo_records"},
     {"protocols", "graph"},
     {"participants", "inputs", "terms"},
-    {"stepping"},
+    {"same_step"},
+    {"masked_path"},
+    {"stepping", "failures"},
     {"executors"},
     {"wrapper"},
     {
