@@ -16,6 +16,7 @@ LAYERS: list[set[str]] = [
     {"stepping"},
     {"executors"},
     {"wrapper"},
+    {"rollouts", "host_syncs"},
     {
         "wrappers",
         "distributed",
