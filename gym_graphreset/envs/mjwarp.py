@@ -25,7 +25,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.envs.mjwarp_checks import OVERFLOW_CHECKS
+from gym_graphreset.envs import mjwarp_checks
 from gym_graphreset.envs.mjwarp_checks import healthy_range as healthy_range
 from gym_graphreset.envs.warp_runtime import WarpRuntime
 from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
@@ -35,6 +35,9 @@ from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.validation import finite_rows
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
+
+OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
+"""Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
 def default_device() -> torch.device:
