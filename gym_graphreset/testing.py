@@ -12,24 +12,24 @@
   entry ``k`` with a mask ``_k`` on the mask's rows), naming the key and step that differ.
 - :func:`assert_statistically_equivalent`: where physics is not bitwise deterministic (GPU contact
   solvers), compare the distributions of finished episodes' returns and lengths instead.
+
+The sync detectors are defined in :mod:`gym_graphreset.host_syncs`, :func:`rollout` and the report of
+where two rollouts differ in :mod:`gym_graphreset.rollouts`; all are importable from here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
-import traceback
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import torch
 
-from gym_graphreset.buffers import tree_leaves
 from gym_graphreset.compiling import CompileBackend
 from gym_graphreset.config import PRESETS, PresetName, StepConfig, from_flags
 from gym_graphreset.host_reads import assert_no_host_reads, count_host_reads
+from gym_graphreset.host_syncs import SyncCanaryResult, assert_sync_free, count_host_syncs
+from gym_graphreset.rollouts import _compare, rollout
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
 __all__ = [
@@ -60,197 +60,6 @@ def _config(config: StepConfig | PresetName | dict[str, Any] | None, default: Pr
         rest = {k: v for k, v in config.items() if k != "config"}
         return from_flags(config.get("config"), rest)
     return from_flags(config if config is not None else default, {})
-
-
-class SyncCanaryResult(dict):
-    """What the canary measured: ``host_seconds``, ``sleep_seconds``, ``gpu_busy_after``."""
-
-
-def _sleep_cycles(seconds: float, device: torch.device) -> int:
-    """GPU clock cycles that ``torch.cuda._sleep`` needs to spin for ``seconds`` (calibrated once)."""
-    with torch.cuda.device(device):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        probe = 20_000_000
-        start.record()
-        torch.cuda._sleep(probe)
-        end.record()
-        end.synchronize()
-        return int(seconds * probe / (start.elapsed_time(end) / 1e3))
-
-
-def assert_sync_free(
-    step: Callable[[], Any], *, device: torch.device | str = "cuda", steps: int = 4, sleep_seconds: float = 0.4
-) -> SyncCanaryResult:
-    """Assert that ``step()`` never waits for the GPU, with a sleep canary on the current stream.
-
-    Args:
-        step: One env step (build actions beforehand; making them must not sync either).
-        device: The env's CUDA device.
-        steps: Calls to make; keep it <= 5 (graphs with conditional nodes apply queue back-pressure after
-            ~10-30 launches, which looks like a sync but is not one).
-        sleep_seconds: GPU time queued ahead of the steps.
-
-    Raises:
-        AssertionError: A step blocked the host until the queued GPU work finished.
-    """
-    device = torch.device(device)
-    cycles = _sleep_cycles(sleep_seconds, device)
-    torch.cuda.synchronize(device)
-    stream = torch.cuda.current_stream(device)
-    torch.cuda._sleep(cycles)
-    per_step: list[float] = []
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-        per_step.append(time.perf_counter() - start - sum(per_step))
-    host = time.perf_counter() - start
-    busy = not stream.query()
-    torch.cuda.synchronize(device)
-    result = SyncCanaryResult(
-        host_seconds=host,
-        sleep_seconds=sleep_seconds,
-        gpu_busy_after=busy,
-        per_step_ms=[round(t * 1e3, 3) for t in per_step],
-    )
-    if not busy or host > 0.5 * sleep_seconds:
-        raise AssertionError(
-            f"a step waited for the GPU: {steps} steps took {host * 1e3:.1f} ms of host time "
-            f"(per step: {result['per_step_ms']} ms) behind a "
-            f"{sleep_seconds * 1e3:.0f} ms GPU sleep (GPU still busy afterwards: {busy}); use "
-            "count_host_syncs() for a traceback of torch-side syncs. A step that launches more kernels than "
-            "CUDA's launch queue holds (~1,000 on an H200) also blocks here (back-pressure, not a sync): "
-            "capture it, or check its parts separately"
-        )
-    return result
-
-
-def count_host_syncs(fn: Callable[[], Any]) -> tuple[int, list[str]]:
-    """Run ``fn`` under torch's sync debug mode; return the number of syncs and where each happened.
-
-    Sees only syncs made by torch operations (``.item()``, ``.nonzero()``, ``bool(t)``...), not warp's.
-    Each location is the innermost frame outside torch, so the culprit's file and line are named.
-    Without CUDA there is no device to wait for: ``fn`` runs and ``(0, [])`` is returned.
-    """
-    if not torch.cuda.is_available():
-        fn()
-        return 0, []
-    previous = torch.cuda.get_sync_debug_mode()
-    found: list[str] = []
-
-    def record(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
-        if "called a synchronizing cuda operation" not in str(message).lower():
-            return  # e.g. the one-time "prototype feature" notice
-        frames = [f for f in traceback.extract_stack()[:-1] if f"{os.sep}torch{os.sep}" not in f.filename]
-        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else f"{filename}:{lineno}"
-        found.append(f"{where}: {message}")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = record
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            fn()
-        finally:
-            torch.cuda.set_sync_debug_mode(previous)
-    return len(found), found
-
-
-def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
-    """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned.
-
-    Each record maps ``"obs"``, ``"reward"``, ``"terminated"``, ``"truncated"`` and every info key to
-    ``{leaf path: tensor}`` (``()`` for a plain tensor). An info entry ``k`` that comes with a bool mask
-    ``_k`` (``final_obs``, ``episode``...) is kept on the mask's rows only: elsewhere it is unspecified.
-    """
-    obs, info = env.reset(seed=seed)
-    records: list[dict[str, Any]] = [_record({"obs": obs}, info)]
-    for a in actions:
-        obs, reward, terminated, truncated, info = env.step(a)
-        records.append(_record({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}, info))
-    return records
-
-
-def _record(out: dict[str, Any], info: dict[str, Any]) -> dict[str, dict[Any, torch.Tensor]]:
-    rec = {key: _host(value) for key, value in out.items()}
-    for key, value in info.items():
-        mask = info.get(f"_{key}") if not key.startswith("_") else None
-        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool:
-            rec[key] = {p: v[mask].detach().cpu().clone() for p, v in tree_leaves(value)}
-        else:
-            rec[key] = _host(value)
-    return rec
-
-
-def _host(tree: Any) -> dict[Any, torch.Tensor]:
-    return {p: v.detach().cpu().clone() for p, v in tree_leaves(tree)}
-
-
-def _absent_means_empty(key: str, present: dict[str, dict[Any, torch.Tensor]]) -> bool:
-    """Whether a masked info entry (or its mask) missing from one run is all-False in the other.
-
-    Gymnasium adds ``final_obs`` / ``episode`` keys only on steps that need them; fixed-key paths publish
-    them with an all-False mask. Both say the same thing.
-    """
-    mask = present.get(key if key.startswith("_") else f"_{key}", {}).get(())
-    return mask is not None and not bool(mask.any())
-
-
-def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
-    if len(a) != len(b):
-        raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
-    for t, (x, y) in enumerate(zip(a, b, strict=True)):
-        for key in list(dict.fromkeys([*x, *y])):
-            if key not in x or key not in y:
-                if not _absent_means_empty(key, x if key in x else y):
-                    raise AssertionError(f"{what}: {key} is returned by one run only (step {t})")
-                continue
-            if x[key].keys() != y[key].keys():
-                raise AssertionError(f"{what}: {key} has leaves {list(x[key])} vs {list(y[key])} at step {t}")
-            for leaf in x[key]:
-                u, v = x[key][leaf], y[key][leaf]
-                same = u.shape == v.shape and (
-                    torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
-                )
-                if not same:
-                    rows = _differing_rows(u, v, x.get(f"_{key}", {}).get(()), atol)
-                    raise AssertionError(
-                        f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{_likely_cause(x, t, rows)}"
-                    )
-
-
-def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, atol: float) -> list[int]:
-    """The env rows where ``u`` and ``v`` differ (through ``mask`` for a masked entry kept on its rows)."""
-    if u.shape != v.shape or u.dim() == 0:
-        return []
-    bad = (u != v) if atol == 0 else ((u.double() - v.double()).abs() > atol)
-    bad = bad.reshape(u.shape[0], -1).any(dim=1)
-    rows = bad.nonzero().flatten()
-    if mask is not None and mask.dtype == torch.bool and mask.dim() == 1 and int(mask.sum()) == u.shape[0]:
-        rows = mask.nonzero().flatten()[rows]
-    return rows.tolist()
-
-
-def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
-    """``" in rows [...]"`` and what most often makes those rows differ."""
-    if not rows:
-        return ""
-    shown = f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}"
-    if t == 0:
-        return f"{shown}: the first reset() already differs (seeding, or a draw that is not a function of the row)"
-    flags = [reference.get(k, {}).get(()) for k in ("terminated", "truncated")]
-    if any(f is None for f in flags):
-        return shown
-    done = (flags[0] | flags[1]).bool()
-    if all(bool(done[r]) for r in rows if r < done.shape[0]):
-        return (
-            f"{shown}, which reset at this step: their new episode differs. Likely a reset draw that depends on "
-            "which rows reset together (draw per row with gym_graphreset.rng, e.g. counter_uniform), or a reset "
-            "that reads row ids where it was given a ResetSelection"
-        )
-    return (
-        f"{shown}, which did not reset at this step: state carried over differently. Likely a reset that "
-        "wrote rows it was not asked to (a full-width write without the mask), or an earlier step's difference"
-    )
 
 
 def assert_masked_matches_selected(

@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
     {"stepping", "failures"},
     {"executors"},
     {"wrapper"},
+    {"rollouts", "host_syncs"},
     {
         "wrappers",
         "distributed",

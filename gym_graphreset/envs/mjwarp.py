@@ -15,7 +15,6 @@ termination and reset noise.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, SupportsIndex
@@ -26,6 +25,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.envs import mjwarp_checks
+from gym_graphreset.envs.mjwarp_checks import healthy_range as healthy_range
 from gym_graphreset.envs.warp_runtime import WarpRuntime
 from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.protocols import CheckSink
@@ -35,20 +36,7 @@ from gym_graphreset.validation import finite_rows
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
-# Overflow bits that invalidate physics, from mujoco_warp's public OverflowType (ITERATIONS and
-# LS_ITERATIONS only warn about convergence). Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
-_WARN_ONLY = ("ITERATIONS", "LS_ITERATIONS")
-
-
-def _overflow_checks() -> dict[str, int]:
-    try:
-        import mujoco_warp as mjw
-    except ImportError:  # the optional extra is missing: the env cannot be built anyway
-        return {}
-    return {t.name: int(t.value) for t in mjw.OverflowType if t.name not in _WARN_ONLY}
-
-
-OVERFLOW_CHECKS: dict[str, int] = _overflow_checks()
+OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
@@ -410,13 +398,3 @@ class MJWarpVectorEnv(VectorEnv):
     def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
         """Refuse ``copy.deepcopy`` by name."""
         raise self._not_copyable()
-
-
-def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
-    """``low < x < high`` with infinite bounds allowed."""
-    ok = torch.ones_like(x, dtype=torch.bool)
-    if not math.isinf(low):
-        ok &= x > low
-    if not math.isinf(high):
-        ok &= x < high
-    return ok
