@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
 from gym_graphreset.config import PRESETS, PresetName, StepConfig
+from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
@@ -29,7 +30,9 @@ __all__ = [
     "MODES",
     "MODE_PRESETS",
     "ModeResult",
+    "PhysicsStates",
     "env_versions",
+    "measure_bare_physics",
     "measure_mode",
     "measure_gymnasium_async",
     "measure_modes",
@@ -190,32 +193,65 @@ def measure_mode(
     )
 
 
+PhysicsStates = Literal["step", "free"]
+"""Which states the bare-physics floor is timed on (:func:`measure_bare_physics`)."""
+
+
 def measure_bare_physics(
-    make_inner: Callable[[], gym.vector.VectorEnv], *, steps: int, warmup: int = 10, env_id: str = ""
+    make_inner: Callable[[], gym.vector.VectorEnv],
+    *,
+    steps: int,
+    warmup: int = 10,
+    env_id: str = "",
+    states: PhysicsStates = "step",
 ) -> ModeResult | None:
     """Time the inner env's physics alone (``frame_skip`` substeps, captured on CUDA): the floor for a step.
 
-    The worlds are driven by the same random actions as the modes (one ctrl copy per step), never reset.
+    The solver's cost depends on the state (contacts, iterations), so the floor is timed on the states a
+    real step visits. ``states="step"`` (default): every timed physics call follows one untimed step of
+    the masked path with the modes' random actions (resets, commands and pushes included), keeps the ctrl
+    that step wrote, and is timed alone between two device synchronisations. ``"free"``: the worlds are
+    driven by the random actions written straight to ctrl and never reset (quicker, but e.g. a fallen
+    legged robot has fewer contacts than a walking one, so this floor can sit below the step's own
+    physics). ``extra["states"]`` records which.
 
     Returns ``None`` for envs that are not MuJoCo Warp envs.
     """
     inner = make_inner()
-    run_physics = getattr(inner, "run_physics", None)
-    if not callable(run_physics):
+    physics = inner.unwrapped
+    if not isinstance(physics, MJWarpVectorEnv):
+        inner.close()
         return None
-    device = torch.device(getattr(inner, "device", "cpu"))
+    device = torch.device(physics.device)
     pool = sample_actions(inner.action_space, device, 64)  # the same actions the modes get
-    inner.reset(seed=0)
-    for i in range(warmup):
-        run_physics(pool[i % len(pool)])
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for i in range(steps):
-        run_physics(pool[i % len(pool)])
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elapsed = time.perf_counter() - start
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    if states == "free":
+        inner.reset(seed=0)
+        for i in range(warmup):
+            physics.run_physics(pool[i % len(pool)])
+        sync()
+        start = time.perf_counter()
+        for i in range(steps):
+            physics.run_physics(pool[i % len(pool)])
+        sync()
+        elapsed = time.perf_counter() - start
+    else:
+        env = FixedShapeAutoresetVectorEnv(inner, "masked")
+        env.reset(seed=0)
+        elapsed = 0.0
+        for i in range(warmup + steps):
+            env.step(pool[i % len(pool)])  # untimed: brings the worlds to a state a real step leaves
+            sync()
+            start = time.perf_counter()
+            physics.run_physics()
+            sync()
+            if i >= warmup:
+                elapsed += time.perf_counter() - start
+    inner.close()
     return ModeResult(
         mode="bare physics",
         env_id=env_id,
@@ -226,6 +262,7 @@ def measure_bare_physics(
         env_steps_per_s=inner.num_envs * steps / elapsed,
         host_syncs_per_step=None,
         peak_gpu_mem_mb=None,
+        extra={"states": states},
     )
 
 
@@ -283,11 +320,16 @@ def measure_modes(
     warmup: int = 10,
     env_id: str = "",
     show_progress: bool = True,
+    physics_states: PhysicsStates = "step",
 ) -> list[ModeResult]:
-    """Measure each mode in turn with one progress bar over all of them."""
+    """Measure each mode in turn with one progress bar over all of them.
+
+    MuJoCo Warp envs also get the bare-physics floor (on ``physics_states``, see
+    :func:`measure_bare_physics`) and the whole-step graph's non-physics part.
+    """
     with tqdm(total=steps * len(modes), desc=f"{env_id or 'env'}", unit="step", disable=not show_progress) as bar:
         results = []
-        bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id)
+        bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id, states=physics_states)
         if bare is not None:
             results.append(bare)
             for graph_mode in (m for m in ("step graph", "step graph+compile") if m in modes):

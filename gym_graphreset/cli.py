@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
             default=",".join(DEFAULT_MODES),
             help=f"comma-separated modes, of {list(MODES)} (default: all but step graph+compile)",
         )
+        p.add_argument(
+            "--physics-states",
+            choices=("step", "free"),
+            default="step",
+            help="states the bare-physics floor of MuJoCo Warp envs is timed on: those a real step leaves (step) "
+            "or worlds driven by raw random ctrl, never reset (free) (default: step)",
+        )
         p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
         p.add_argument(
@@ -149,6 +156,7 @@ def _peer_choices(args: argparse.Namespace, device: torch.device) -> tuple[dict[
                 task=args.peer_task,
                 device=f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu",
                 timeout_s=args.peer_timeout,
+                physics_states=args.physics_states,
             )
             for p in peers
         ]
@@ -189,6 +197,7 @@ def _measure(
                 warmup=args.warmup,
                 env_id=env_id,
                 show_progress=not args.no_progress,
+                physics_states=args.physics_states,
             )
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}

@@ -208,7 +208,7 @@ def _ppo_parts(ppo, device: str, *, capture: bool, compile: bool = False):
 
     args = ppo.parse_args(["--num-envs", "256", "--num-steps", "8", "--num-minibatches", "1", "--update-epochs", "2"])
     torch.manual_seed(0)
-    agent = ppo.Agent(11, 3, 64).to(device)
+    agent = ppo.Agent(11, 3, (64, 64)).to(device)
     lr = torch.tensor(args.learning_rate, device=device) if capture else args.learning_rate
     optimizer = torch.optim.Adam(agent.parameters(), lr=lr, eps=1e-5, capturable=capture)
     store = ppo.Storage.empty(8, 256, 11, 3, torch.device(device))
@@ -217,6 +217,25 @@ def _ppo_parts(ppo, device: str, *, capture: bool, compile: bool = False):
         buf.copy_(torch.randn(buf.shape, device=device, generator=gen))
     store.dones.copy_((torch.rand(store.dones.shape, device=device, generator=gen) < 0.1).float())
     return agent, ppo.PPOUpdate(agent, agent, optimizer, store, args, capture=capture, compile=compile)
+
+
+def test_ppo_eager_update_is_deterministic_and_trains() -> None:
+    """The update the CUDA test captures runs eagerly on the CPU: two same-seed runs agree, parameters move.
+
+    It builds its parts like the CUDA test does, so a change of the example's API fails here, in CI.
+    """
+    import torch
+
+    ppo = _load("ppo_continuous")
+    first_agent, first = _ppo_parts(ppo, "cpu", capture=False)
+    second_agent, second = _ppo_parts(ppo, "cpu", capture=False)
+    before = {k: v.clone() for k, v in first_agent.state_dict().items()}
+    for _ in range(2):
+        first()
+        second()
+    for (name, a), b in zip(first_agent.state_dict().items(), second_agent.state_dict().values(), strict=True):
+        torch.testing.assert_close(b, a, msg=f"{name} differs between two same-seed runs")
+    assert not torch.equal(first_agent.state_dict()["actor.0.weight"], before["actor.0.weight"])
 
 
 @pytest.mark.cuda

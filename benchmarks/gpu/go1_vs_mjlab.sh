@@ -18,11 +18,15 @@ MODES=${MODES:-step graph}
 STEPS=${STEPS:-100}
 WARMUP=${WARMUP:-20}
 WORK=${WORK:-/tmp/go1_vs_mjlab}
+# the states each side's own physics is timed on: step (those its step visits) or free (bench --physics-states)
+PHYSICS_STATES=${PHYSICS_STATES:-step}
 DEADLINE_S=${DEADLINE_S:-470}
 # size:our timeout per variant (s):mjlab's timeout (s), in the order run
 SPECS=${SPECS:-4096:60:40 512:40:30 16384:70:60}
+# which model variants of ours run: "all", or "mjlab" for mjlab's go1.xml alone (the same-model headline)
+VARIANTS=${VARIANTS:-all}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
-export MJ_PYTHON MJ_PYTHONPATH MJ_DEVICE STEPS WARMUP
+export MJ_PYTHON MJ_PYTHONPATH MJ_DEVICE STEPS WARMUP PHYSICS_STATES
 LOG="$OUT/go1_vs_mjlab.log"
 mkdir -p "$OUT" "$WORK"
 : >"$LOG"
@@ -38,12 +42,13 @@ s = u.find_spec("mjlab"); print(p.Path(s.origin).parent / "asset_zoo/robots/unit
 variants=("ours-mjcf")
 if [[ -n "$GO1_XML" && -f "$GO1_XML" ]]; then
   variants+=("mjlab-go1:model_xml=$GO1_XML")
+  [[ $VARIANTS == mjlab ]] && variants=("mjlab-go1:model_xml=$GO1_XML")
   peer=1
 else
   log "mjlab not found with $MJ_PYTHON on MJ_PYTHONPATH=$MJ_PYTHONPATH: this library's MJCF only, no peer"
   peer=0
 fi
-bench=(python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --modes "$MODES")
+bench=(python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --modes "$MODES" --physics-states "$PHYSICS_STATES")
 
 log "compiling kernels (untimed): ours (each variant) and mjlab, in parallel"
 pids=()
@@ -72,7 +77,7 @@ from gym_graphreset.peers.compare import PeerConfig, run_peer
 n, limit, path = int(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3])
 config = PeerConfig(
     python=os.environ["MJ_PYTHON"], pythonpath=os.environ["MJ_PYTHONPATH"], device=os.environ["MJ_DEVICE"],
-    timeout_s=limit,
+    timeout_s=limit, physics_states=os.environ["PHYSICS_STATES"],
 )
 result = run_peer(config, n, steps=int(os.environ["STEPS"]), warmup=int(os.environ["WARMUP"]))
 if isinstance(result, ModeResult):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gym_graphreset.bench import MODES, ModeResult
+from gym_graphreset.bench import MODES, ModeResult, PhysicsStates
 
 __all__ = [
     "PEERS",
@@ -55,6 +55,8 @@ class PeerConfig:
     task: str | None = None
     device: str = "cuda:0"
     timeout_s: float = 300.0
+    physics_states: PhysicsStates = "step"
+    """The states its own physics is timed on (as :func:`gym_graphreset.bench.measure_bare_physics`)."""
 
     def __post_init__(self) -> None:
         if self.name not in PEERS:
@@ -160,7 +162,8 @@ def run_peer(
         raise ValueError(f"need num_envs >= 1, steps >= 1, warmup >= 0; got {num_envs}, {steps}, {warmup}")
     script = runner or runner_path(config.name)
     cmd = [config.python, str(script), "--num-envs", str(num_envs), "--steps", str(steps), "--warmup", str(warmup)]
-    cmd += ["--device", config.device] + (["--task", config.task] if config.task else [])
+    cmd += ["--device", config.device, "--physics-states", config.physics_states]
+    cmd += ["--task", config.task] if config.task else []
     env = dict(os.environ) | {"PYTHONUNBUFFERED": "1"}
     env.setdefault("MUJOCO_GL", "disable")
     if config.pythonpath is not None:

@@ -7,7 +7,10 @@ prints. It imports only the standard library, torch and mjlab (never ``gym_graph
 What it measures, on ``--num-envs`` envs driven by uniform random actions in [-1, 1]:
 
 - ``ms_per_step``: ``env.step`` after ``--warmup`` untimed steps, between two ``torch.cuda.synchronize``;
-- ``physics_ms``: mjlab's own physics alone, ``env.sim.step()`` called ``cfg.decimation`` times per env step;
+- ``physics_ms``: mjlab's own physics alone, ``env.sim.step()`` called ``cfg.decimation`` times per env step,
+  on the states its step visits (``--physics-states step``, default: each timed call follows one untimed
+  ``env.step`` and is timed alone between two synchronisations) or continued from the last step's state
+  with its ctrl and no resets (``free``), as ``gym_graphreset``'s ``bench --physics-states`` times its own;
 - ``host_syncs_per_step``: torch's synchronising calls per step, counted as the warnings of
   ``torch.cuda.set_sync_debug_mode("warn")`` over a few probe steps (warp's own syncs are not seen);
 - ``env_steps_per_s``: ``num_envs`` x timed steps / seconds.
@@ -15,7 +18,8 @@ What it measures, on ``--num-envs`` envs driven by uniform random actions in [-1
 Exit status: 0 with a result line; 3 with an ``{"error": "missing"}`` line when mjlab (or torch) cannot be
 imported; 2 on bad arguments.
 
-Usage: ``python mjlab_runner.py --num-envs 4096 --steps 100 --warmup 20 [--task ...] [--device cuda:0]``
+Usage: ``python mjlab_runner.py --num-envs 4096 --steps 100 --warmup 20 [--task ...] [--device cuda:0]
+[--physics-states step|free]``
 """
 
 from __future__ import annotations
@@ -46,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=20, help="untimed env steps first (>= 0, default: 20)")
     parser.add_argument("--device", default="cuda:0", help="torch device for mjlab (default: cuda:0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the env and of the actions (default: 0)")
+    parser.add_argument(
+        "--physics-states",
+        choices=("step", "free"),
+        default="step",
+        help="states its physics is timed on: those its step leaves, or free-running (default: step)",
+    )
     return parser
 
 
@@ -76,7 +86,9 @@ def _count_sync_warnings(torch: Any, fn: Any) -> int:
     return sum("synchroniz" in str(w.message) for w in caught)
 
 
-def measure(task: str, num_envs: int, steps: int, warmup: int, device: str, seed: int) -> dict[str, Any]:
+def measure(
+    task: str, num_envs: int, steps: int, warmup: int, device: str, seed: int, physics_states: str = "step"
+) -> dict[str, Any]:
     """Build ``task`` at ``num_envs`` and time its step, its bare physics and its host syncs."""
     import mjlab.tasks
     import torch
@@ -118,14 +130,27 @@ def measure(task: str, num_envs: int, steps: int, warmup: int, device: str, seed
         sync()
 
     decimation = int(cfg.decimation)
-    for _ in range(min(warmup, 5) * decimation):
-        env.sim.step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(steps * decimation):
-        env.sim.step()
-    sync()
-    physics_s = (time.perf_counter() - start) / steps
+    if physics_states == "free":
+        for _ in range(min(warmup, 5) * decimation):
+            env.sim.step()
+        sync()
+        start = time.perf_counter()
+        for _ in range(steps * decimation):
+            env.sim.step()
+        sync()
+        physics_s = (time.perf_counter() - start) / steps
+    else:
+        physics_s = 0.0
+        for i in range(min(warmup, 5) + steps):
+            env.step(pool[i % len(pool)])  # untimed: a state its step leaves
+            sync()
+            start = time.perf_counter()
+            for _ in range(decimation):
+                env.sim.step()
+            sync()
+            if i >= min(warmup, 5):
+                physics_s += time.perf_counter() - start
+        physics_s /= steps
     peak = torch.cuda.max_memory_allocated(device) / 2**20 if is_cuda else None
     close = getattr(env, "close", None)
     if callable(close):
@@ -143,6 +168,7 @@ def measure(task: str, num_envs: int, steps: int, warmup: int, device: str, seed
         "decimation": decimation,
         "ms_per_step": step_s * 1e3,
         "physics_ms": physics_s * 1e3,
+        "physics_states": physics_states,
         "step_over_physics": step_s / physics_s,
         "host_syncs_per_step": syncs,
         "env_steps_per_s": num_envs / step_s,
@@ -170,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         _emit({"error": "missing", "detail": f"{type(exc).__name__}: {exc}", "python": sys.executable})
         return EXIT_MISSING
-    _emit(measure(args.task, args.num_envs, args.steps, args.warmup, args.device, args.seed))
+    _emit(measure(args.task, args.num_envs, args.steps, args.warmup, args.device, args.seed, args.physics_states))
     return 0
 
 
