@@ -25,6 +25,8 @@ What differs from CleanRL's ppo_continuous_action.py, and why:
   env, 5 epochs x 4 minibatches, lr 1e-3 with the adaptive KL schedule (target 0.01), entropy 0.01,
   512-256-128 ELU networks, random initial episode lengths. It logs the velocity-tracking rewards and the
   episode length against wall-clock time, as mjlab's logger computes them, to a JSON file.
+- ``--render-gif PATH`` renders world 0 under the trained policy's mean action after training (MuJoCo
+  Warp tasks; rendered on the CPU, headless through EGL).
 - Under ``torchrun`` every rank steps its own share of one population (``global_env_offset``), gradients
   are all-reduced by DDP, and the logged statistics by one collective per log line.
 """
@@ -86,6 +88,8 @@ class Args:
     desired_kl: float = 0.0  # > 0: rsl_rl's adaptive learning rate toward this KL (replaces --anneal-lr)
     random_initial_elapsed: bool = False  # start episodes at random steps (rsl_rl's init_at_random_ep_len)
     max_episode_steps: int = 0  # > 0: the env's truncation horizon (0: the task's own)
+    render_gif: str = ""  # after training, a GIF of world 0 under the policy's mean action (MuJoCo Warp tasks)
+    render_steps: int = 250  # env steps in that GIF
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -550,6 +554,8 @@ def train(args: Args) -> dict[str, list[float]]:
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
             break  # under torchrun every rank must stop together: give all ranks the same limit
     elapsed = time.perf_counter() - start
+    if is_main and args.render_gif:
+        render_policy(env, agent, low, high, args)
     env.close()
     if distributed:
         import torch.distributed as dist
@@ -568,6 +574,29 @@ def train(args: Args) -> dict[str, list[float]]:
             f"(median): rollout {parts['rollout_ms']:.1f} ms, update {parts['update_ms']:.1f} ms"
         )
     return curve
+
+
+def render_policy(
+    env: FixedShapeAutoresetVectorEnv, agent: Agent, low: torch.Tensor, high: torch.Tensor, args: Args
+) -> None:
+    """World 0 under the trained policy's mean action for ``--render-steps`` steps, as a real-time GIF.
+
+    Rendered on the CPU by :mod:`gym_graphreset.rendering`; a missing OpenGL backend or Pillow skips it with
+    a one-line notice (the training's results are already saved).
+    """
+    from gym_graphreset.rendering import RenderUnavailable, render_frames, save_gif
+
+    def mean_action(obs: Any) -> torch.Tensor:
+        return agent.actor(agent._heads(agent.norm(flat_obs(obs)))[0]).clamp(low, high)
+
+    path = Path(args.render_gif)
+    try:
+        frames = render_frames(env, mean_action, args.render_steps, seed=args.seed + 1)
+    except (RenderUnavailable, TypeError) as exc:
+        print(f"--render-gif: {exc}: skipped {path}")
+        return
+    if save_gif(frames, path, fps=1.0 / env.unwrapped.dt):
+        print(f"wrote {path} ({len(frames)} frames of world 0 under the policy's mean action)")
 
 
 def _stem(args: Args) -> str:

@@ -296,7 +296,11 @@ def plot_training_curves(runs: dict[str, Path], path: Path, title: str, referenc
         name = label
         if level is not None:
             reached = time_to_reach(rows, level)
-            name += f" (reached {level:.3f} at {reached:.0f} s)" if reached is not None else f" (never {level:.3f})"
+            name += (
+                f" (reached {level:.3f} at {reached:.0f} s)"
+                if reached is not None
+                else f" (not {level:.3f} in its {rows[-1]['wall_s']:.0f} s)"
+            )
         for ax, key, legend in ((reward, "track_lin_vel", name), (length, "episode_length", label)):
             points = [(r["wall_s"], r[key]) for r in rows if r[key] is not None]
             if points:

@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
         "host_reads",
         "bench",
         "plotting",
+        "rendering",
         "cli",
         "registration",
         "__init__",

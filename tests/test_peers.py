@@ -10,7 +10,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -49,7 +49,7 @@ record = {"peer": "mjlab", "task": args.get("--task", "Mjlab-Velocity-Flat-Unitr
           "device": args["--device"], "steps": int(args["--steps"]), "warmup": int(args["--warmup"]),
           "ms_per_step": 50.0, "physics_ms": 8.0, "host_syncs_per_step": 65.0, "env_steps_per_s": n / 0.05,
           "peak_gpu_mem_mb": None, "model_xml": os.environ.get("FAKE_MODEL_XML"),
-          "pythonpath": os.environ.get("PYTHONPATH")}
+          "pythonpath": os.environ.get("PYTHONPATH"), "physics_states": args.get("--physics-states")}
 if mode == "partial":
     del record["physics_ms"]
 print(json.dumps(record))
@@ -119,13 +119,20 @@ def test_run_peer_parses_the_runner_line(
 ) -> None:
     """Arguments reach the runner, PYTHONPATH is replaced, the line becomes a ModeResult with extras."""
     monkeypatch.setenv("FAKE_MODE", "ok")
-    cfg = PeerConfig(python=sys.executable, pythonpath="/peer/site", task="Some-Task", device="cpu", timeout_s=20)
+    cfg = PeerConfig(
+        python=sys.executable,
+        pythonpath="/peer/site",
+        task="Some-Task",
+        device="cpu",
+        timeout_s=20,
+        physics_states="free",
+    )
     result = run_peer(cfg, 256, steps=7, warmup=3, runner=fake_runner)
     assert isinstance(result, ModeResult)
     assert (result.mode, result.env_id, result.num_envs, result.steps) == ("mjlab", "Some-Task", 256, 7)
     assert result.env_steps_per_s == pytest.approx(256 / 0.05) and result.host_syncs_per_step == 65.0
     assert result.extra["physics_ms"] == 8.0 and result.extra["warmup"] == 3 and result.extra["engine"] == "mjlab"
-    assert result.extra["pythonpath"] == "/peer/site"
+    assert result.extra["pythonpath"] == "/peer/site" and result.extra["physics_states"] == "free"
 
 
 @pytest.mark.parametrize(
@@ -192,6 +199,48 @@ def test_runner_validates_arguments(argv: list[str], message: str, capsys: pytes
     with pytest.raises(SystemExit) as exit_info:
         runner.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_mjlab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """A stand-in ``mjlab`` package in ``sys.modules``; returns the log of env steps and physics substeps."""
+    log: list[str] = []
+
+    class Env:
+        def __init__(self, cfg: Any, device: str) -> None:
+            self.sim = SimpleNamespace(step=lambda: log.append("sim"))
+            self.action_manager = SimpleNamespace(total_action_dim=3)
+
+        def reset(self) -> None:
+            log.append("reset")
+
+        def step(self, action: Any) -> None:
+            log.append("env")
+
+    def load_env_cfg(task: str) -> Any:
+        return SimpleNamespace(scene=SimpleNamespace(num_envs=0), seed=None, decimation=2)
+
+    modules = {
+        "mjlab": SimpleNamespace(__file__=str(tmp_path / "mjlab" / "__init__.py")),
+        "mjlab.tasks": SimpleNamespace(),
+        "mjlab.tasks.registry": SimpleNamespace(load_env_cfg=load_env_cfg),
+        "mjlab.envs": SimpleNamespace(ManagerBasedRlEnv=Env),
+    }
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return log
+
+
+@pytest.mark.parametrize("states", ["step", "free"])
+def test_runner_times_physics_on_the_states_asked_for(fake_mjlab: list[str], states: str) -> None:
+    """``step``: each timed block of ``decimation`` substeps follows an env step; ``free``: they run on alone."""
+    runner = _load_by_path(runner_path("mjlab"), "mjlab_runner_under_test")
+    record = runner.measure("Some-Task", 4, steps=3, warmup=1, device="cpu", seed=0, physics_states=states)
+    assert record["physics_states"] == states
+    head = ["reset"] + ["env"] * (1 + 3)  # the reset, the warm-up and the timed env steps
+    assert fake_mjlab[: len(head)] == head
+    block = ["env", "sim", "sim"] if states == "step" else ["sim", "sim"]  # decimation 2
+    assert fake_mjlab[len(head) :] == block * (1 + 3)  # the physics' warm-up block, then the timed ones
 
 
 def _result(mode: str, env_id: str, n: int, ms: float, **extra: Any) -> ModeResult:

@@ -1,0 +1,135 @@
+"""Offscreen frames of one world of a MuJoCo Warp env, and a GIF of them: look at what a policy does.
+
+The batched state stays on the device; each frame copies one world's ``qpos`` into a CPU ``mujoco.MjData``
+of the same model, runs MuJoCo C's kinematics and renders it with ``mujoco.Renderer``. That costs one host
+read per frame, so render after training (or in a separate evaluation loop), never inside a timed one.
+
+MuJoCo picks its OpenGL backend (``MUJOCO_GL``) when it is first imported; headless, with no backend
+chosen, an EGL context is made here instead. :func:`render_frames` raises :class:`RenderUnavailable`
+when no context can be made at all.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
+
+__all__ = ["RenderUnavailable", "render_frames", "save_gif"]
+
+Policy = Callable[[Any], torch.Tensor]
+"""Maps the env's batched observation to a batched action (e.g. a trained actor's mean action)."""
+
+
+class RenderUnavailable(RuntimeError):
+    """No OpenGL context could be made for ``mujoco.Renderer`` (no display and no ``MUJOCO_GL`` backend)."""
+
+
+def render_frames(
+    env: Any,
+    policy: Policy,
+    steps: int,
+    *,
+    world: int = 0,
+    width: int = 320,
+    height: int = 240,
+    distance: float = 1.6,
+    seed: int | None = 0,
+) -> list[np.ndarray]:
+    """Reset ``env``, step it ``steps`` times with ``policy``, and render world ``world`` after each step.
+
+    ``env`` is a MuJoCo Warp env or a wrapper around one (e.g. :class:`FixedShapeAutoresetVectorEnv`); it is
+    stepped as a whole, all worlds at once. The camera follows the model's first body (the root) from
+    ``distance`` metres. Returns ``steps + 1`` ``(height, width, 3)`` uint8 frames (the reset first).
+
+    Raises:
+        TypeError: ``env`` has no MuJoCo Warp env inside.
+        ValueError: ``world`` is not one of the env's worlds, or ``steps`` < 1.
+        RenderUnavailable: MuJoCo could not make an OpenGL context.
+    """
+    physics = env.unwrapped
+    if not isinstance(physics, MJWarpVectorEnv):
+        raise TypeError(f"render_frames needs a MuJoCo Warp env (or a wrapper of one), got {type(physics).__name__}")
+    if not 0 <= world < physics.num_envs:
+        raise ValueError(f"`world` must be in [0, {physics.num_envs}), got {world}")
+    if steps < 1:
+        raise ValueError(f"`steps` must be >= 1, got {steps}")
+    import copy
+
+    import mujoco
+
+    model = copy.copy(physics.mjm)  # a brighter headlight for this copy: many task models define no lights
+    model.vis.headlight.ambient[:] = 0.45
+    model.vis.headlight.diffuse[:] = 0.6
+    data = mujoco.MjData(model)
+    renderer, context = _renderer(mujoco, model, width, height)
+    camera = mujoco.MjvCamera()  # a free camera aimed at the root body every frame: it follows the robot
+    camera.distance, camera.elevation, camera.azimuth = distance, -20.0, 135.0
+    root = 1 if model.nbody > 1 else 0
+
+    def frame() -> np.ndarray:
+        data.qpos[:] = physics.qpos[world].detach().cpu().numpy()
+        mujoco.mj_kinematics(model, data)
+        camera.lookat[:] = data.xpos[root]
+        renderer.update_scene(data, camera)
+        return renderer.render().copy()
+
+    frames = []
+    try:
+        obs, _ = env.reset(seed=seed)
+        frames.append(frame())
+        with torch.no_grad():
+            for _ in range(steps):
+                obs, *_ = env.step(policy(obs))
+                frames.append(frame())
+    finally:
+        renderer.close()
+        if context is not None:
+            context.free()
+    return frames
+
+
+def _renderer(mujoco: Any, model: Any, width: int, height: int) -> tuple[Any, Any]:
+    """``mujoco.Renderer`` on the backend MuJoCo chose at import, or on an EGL context made here.
+
+    MuJoCo reads ``MUJOCO_GL`` when it is first imported, and without it uses GLFW, which needs a display.
+    Headless with no backend chosen, an EGL context is made current first (a failed GLFW attempt cannot be
+    retried in the same process). Returns (renderer, that context or ``None``).
+    """
+    context = None
+    try:
+        if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY"):
+            from mujoco.egl import GLContext
+
+            context = GLContext(width, height)
+            context.make_current()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # GLFW's "no display" warning when EGL is current
+            return mujoco.Renderer(model, height, width), context
+    except Exception as exc:  # FatalError / RuntimeError / ImportError / AttributeError, by backend
+        raise RenderUnavailable(
+            f"mujoco.Renderer could not make an OpenGL context ({type(exc).__name__}: {exc}); set MUJOCO_GL=egl "
+            "or osmesa before mujoco is first imported, with that library installed"
+        ) from exc
+
+
+def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
+    """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow."""
+    if not frames:
+        raise ValueError("save_gif needs at least one frame")
+    try:
+        from PIL import Image
+    except ImportError:
+        print(f"Pillow is not installed (pip install 'gym_graphreset[plot]'): skipped the GIF {path}")
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    images = [Image.fromarray(f) for f in frames]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0, optimize=True)
+    return True
