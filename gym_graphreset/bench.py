@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,7 +22,6 @@ import torch
 from tqdm.auto import tqdm
 
 from gym_graphreset.config import PRESETS, PresetName, StepConfig
-from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
 
@@ -219,7 +219,10 @@ def measure_bare_physics(
     """
     inner = make_inner()
     physics = inner.unwrapped
-    if not isinstance(physics, MJWarpVectorEnv):
+    # An env of that class exists only once its module is loaded: looked up there, so that importing the
+    # bench (the CLI) does not import MuJoCo Warp for a torch-only env.
+    mjwarp = sys.modules.get("gym_graphreset.envs.mjwarp")
+    if mjwarp is None or not isinstance(physics, mjwarp.MJWarpVectorEnv):
         inner.close()
         return None
     device = torch.device(physics.device)

@@ -109,3 +109,13 @@ def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
     assert "non-physics+compile: compiled in 33.3 s (first compiled call, not in ms/step), 17 graph(s)" in text
     assert "other graph breaks 1" in text and "  - graph break: Data-dependent branching" in text
     assert "step graph+compile: reused the graphs compiled for an earlier env in this process" in text
+
+
+def test_importing_the_cli_loads_no_physics_engine() -> None:
+    """``gym-graphreset --help`` and a CartPole demo start without importing MuJoCo Warp or warp (seconds)."""
+    import subprocess
+    import sys
+
+    code = "import sys, gym_graphreset.cli; print(sorted(m for m in ('mujoco_warp', 'warp') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
