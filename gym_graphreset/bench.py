@@ -217,6 +217,8 @@ def measure_bare_physics(
 
     Returns ``None`` for envs that are not MuJoCo Warp envs.
     """
+    if states not in ("step", "free"):
+        raise ValueError(f"`states` must be 'step' or 'free', got {states!r}")
     inner = make_inner()
     physics = inner.unwrapped
     # An env of that class exists only once its module is loaded: looked up there, so that importing the

@@ -114,6 +114,8 @@ def _renderer(mujoco: Any, model: Any, width: int, height: int) -> tuple[Any, An
             warnings.simplefilter("ignore")  # GLFW's "no display" warning when EGL is current
             return mujoco.Renderer(model, height, width), context
     except Exception as exc:  # FatalError / RuntimeError / ImportError / AttributeError, by backend
+        if context is not None:
+            context.free()
         raise RenderUnavailable(
             f"mujoco.Renderer could not make an OpenGL context ({type(exc).__name__}: {exc}); set MUJOCO_GL=egl "
             "or osmesa before mujoco is first imported, with that library installed"

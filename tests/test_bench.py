@@ -48,3 +48,8 @@ def test_bare_physics_is_timed_on_the_states_asked_for(states: str) -> None:
 
 def test_bare_physics_is_none_for_envs_without_mujoco_warp_physics() -> None:
     assert measure_bare_physics(lambda: CartPoleVectorEnv(4), steps=2, warmup=0) is None
+
+
+def test_an_unknown_physics_state_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="`states` must be 'step' or 'free', got 'idle'"):
+        measure_bare_physics(lambda: CartPoleVectorEnv(4), steps=2, states="idle")  # type: ignore[arg-type]

@@ -107,7 +107,11 @@ def test_parse_variant_rejects_malformed(text: str, message: str) -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"name": "brax"}, "`name` must be one of ['mjlab'], got 'brax'"), ({"timeout_s": 0}, "`timeout_s` must be > 0")],
+    [
+        ({"name": "brax"}, "`name` must be one of ['mjlab'], got 'brax'"),
+        ({"timeout_s": 0}, "`timeout_s` must be > 0"),
+        ({"physics_states": "idle"}, "`physics_states` must be 'step' or 'free', got 'idle'"),
+    ],
 )
 def test_peer_config_validated(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):

@@ -63,6 +63,8 @@ class PeerConfig:
             raise ValueError(f"`name` must be one of {sorted(PEERS)}, got {self.name!r}")
         if self.timeout_s <= 0:
             raise ValueError(f"`timeout_s` must be > 0, got {self.timeout_s}")
+        if self.physics_states not in ("step", "free"):
+            raise ValueError(f"`physics_states` must be 'step' or 'free', got {self.physics_states!r}")
 
 
 @dataclass(frozen=True)
