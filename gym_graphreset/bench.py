@@ -2,25 +2,26 @@
 
 Used by the CLI (``python -m gym_graphreset demo|bench``) and the pytest-benchmark suite. Modes are
 measured in one process, one after another, on fresh envs built by the same factory, so their ratios
-are comparable; absolute numbers depend on the machine.
+are comparable; absolute numbers depend on the machine. The results, their table and their JSON file are
+:mod:`gym_graphreset.bench_results`'s (importable from here too).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
+from gym_graphreset.bench_results import ModeResult as ModeResult
+from gym_graphreset.bench_results import env_versions as env_versions
+from gym_graphreset.bench_results import save_json as save_json
+from gym_graphreset.bench_results import table as table
 from gym_graphreset.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.terms import EpisodeStatistics
 from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
@@ -29,16 +30,13 @@ __all__ = [
     "DEFAULT_MODES",
     "MODES",
     "MODE_PRESETS",
-    "ModeResult",
     "PhysicsStates",
-    "env_versions",
     "measure_bare_physics",
     "measure_mode",
     "measure_gymnasium_async",
     "measure_modes",
     "measure_non_physics",
     "sample_actions",
-    "table",
 ]
 
 MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physics" is added for MuJoCo Warp envs
@@ -56,54 +54,6 @@ MODES: dict[str, StepConfig] = {label: PRESETS[name] for label, name in MODE_PRE
 DEFAULT_MODES = tuple(MODE_PRESETS)
 """The modes a plain ``demo``/``bench`` runs (``step graph+compile`` is asked for: it compiles first)."""
 CUDA_ONLY = ("reset graph", "step graph", "step graph+compile")
-
-
-@dataclass
-class ModeResult:
-    """One mode's measurement."""
-
-    mode: str
-    env_id: str
-    num_envs: int
-    device: str
-    steps: int
-    ms_per_step: float
-    env_steps_per_s: float
-    host_syncs_per_step: float | None
-    peak_gpu_mem_mb: float | None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def cpu_baseline(
-        cls, mode: str, env_id: str, num_envs: int, steps: int, elapsed: float, transitions: int, **extra: Any
-    ) -> ModeResult:
-        """A CPU engine's measurement: ``steps`` rounds making ``transitions`` env steps in ``elapsed`` s."""
-        return cls(
-            mode=mode,
-            env_id=env_id,
-            num_envs=num_envs,
-            device="cpu",
-            steps=steps,
-            ms_per_step=elapsed / steps * 1e3,
-            env_steps_per_s=transitions / elapsed,
-            host_syncs_per_step=None,
-            peak_gpu_mem_mb=None,
-            extra=extra,
-        )
-
-
-def env_versions() -> dict[str, str]:
-    """Versions of what the numbers depend on."""
-    versions = {"python": platform.python_version(), "torch": torch.__version__, "gymnasium": gym.__version__}
-    for name in ("warp", "mujoco", "mujoco_warp"):
-        try:
-            module = __import__(name)
-            versions[name] = str(getattr(module, "__version__", "?"))
-        except ImportError:
-            pass
-    if torch.cuda.is_available():
-        versions["gpu"] = torch.cuda.get_device_name()
-    return versions
 
 
 def _finite_box(space: gym.spaces.Box) -> tuple[torch.Tensor, torch.Tensor]:
@@ -348,54 +298,3 @@ def measure_modes(
             bar.set_postfix_str(mode)
             results.append(measure_mode(make_inner, mode, steps=steps, warmup=warmup, env_id=env_id, progress=bar))
     return results
-
-
-def table(results: Sequence[ModeResult]) -> str:
-    """A Markdown table with ratios against the selected-row mode and against bare physics."""
-    base = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "selected"}
-    physics = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "bare physics"}
-    lines = [
-        "| env | envs | mode | ms/step | env-steps/s | speed-up vs selected | x bare physics | host syncs/step |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        ref = base.get((r.env_id, r.num_envs))
-        floor = physics.get((r.env_id, r.num_envs))
-        ratio = f"{ref / r.ms_per_step:.2f}x" if ref else "-"
-        over = f"{r.ms_per_step / floor:.3f}" if floor else "-"
-        syncs = "-" if r.host_syncs_per_step is None else f"{r.host_syncs_per_step:.2f}"
-        lines.append(
-            f"| {r.env_id} | {r.num_envs} | {r.mode} | {r.ms_per_step:.3f} | {r.env_steps_per_s:,.0f} "
-            f"| {ratio} | {over} | {syncs} |"
-        )
-    for key, floor in physics.items():
-        parts = {r.mode: r.ms_per_step for r in results if (r.env_id, r.num_envs) == key}
-        for suffix in ("", "+compile"):
-            if f"non-physics{suffix}" in parts and f"step graph{suffix}" in parts:
-                step, rest = parts[f"step graph{suffix}"], parts[f"non-physics{suffix}"]
-                lines.append(
-                    f"\n{key[0]} x{key[1]}: step graph{suffix} {step:.3f} ms = {step / (floor + rest):.3f} x "
-                    f"(bare physics {floor:.3f} + non-physics{suffix} {rest:.3f})"
-                )
-    for r in results:
-        if "compile" in r.extra:
-            c = r.extra["compile"]
-            what = (
-                f"compiled in {c['compile_seconds']:.1f} s (first compiled call, not in ms/step), "
-                f"{c['graphs']} graph(s)"
-                if c["graphs"]
-                else f"reused the graphs compiled for an earlier env in this process ({c['compile_seconds']:.2f} s)"
-            )
-            lines.append(
-                f"\n{r.env_id} x{r.num_envs} {r.mode}: {what}, breaks at declared boundaries "
-                f"{c['declared_breaks']}, other graph breaks {len(c['graph_breaks'])}, "
-                f"recompiles {len(c['recompiles'])}"
-                + "".join(f"\n  - {item}" for item in c["graph_breaks"] + c["recompiles"])
-            )
-    return "\n".join(lines)
-
-
-def save_json(results: Sequence[ModeResult], path: Path) -> None:
-    """Write results with the versions they were measured with."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"versions": env_versions(), "results": [asdict(r) for r in results]}, indent=2))

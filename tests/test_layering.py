@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "peers",
         "host_reads",
         "bench",
+        "bench_results",
         "plotting",
         "rendering",
         "cli",

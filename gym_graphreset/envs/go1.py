@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs import go1_terms as T
 from gym_graphreset.envs.go1_cfg import REWARD_NAMES, Go1VelocityCfg  # also imported from here
+from gym_graphreset.envs.go1_command import VelocityCommand
 from gym_graphreset.envs.go1_model import (
     ACTION_SCALE,
     FOOT_NAMES,
@@ -64,8 +65,10 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             ``nconmax``, ``global_env_offset``...).
 
     Attributes:
+        velocity_command: The command term (:class:`~gym_graphreset.envs.go1_command.VelocityCommand`).
         command: ``(n, 3)`` the body-frame command (x, y, yaw rate) the policy sees; ``heading_target``,
-            ``is_heading``, ``is_standing`` ``(n,)``: the heading target and the row's command kind.
+            ``is_heading``, ``is_standing`` ``(n,)``: the heading target and the row's command kind (the
+            command term's tensors).
         command_time_left: ``(n,)`` seconds to the next command resample; ``push_time_left``: to the next push.
         action: ``(n, 12)`` this step's raw action; ``prev_action``: the previous step's.
         in_contact: ``(n, 4)`` foot contact (1.0/0.0); ``air_time``, ``contact_time`` ``(n, 4)`` seconds;
@@ -116,10 +119,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.base_friction, self.base_ipos = self.geom_friction[0].clone(), self.body_ipos[0].clone()
         dev, n = self.device, num_envs
         z = lambda *s: torch.zeros(n, *s, device=dev)  # noqa: E731
-        self.command, self.heading_target = z(3), z()
-        self.is_heading = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.is_standing = torch.zeros_like(self.is_heading)
-        self.command_time_left, self.push_time_left = z(), z()
+        self.velocity_command = VelocityCommand(self.cfg, n, dev)
+        vc = self.velocity_command  # its tensors, under the names the task's terms and users read
+        self.command, self.heading_target, self.command_time_left = vc.command, vc.heading_target, vc.time_left
+        self.is_heading, self.is_standing = vc.is_heading, vc.is_standing
+        self.push_time_left = z()
         self.action, self.prev_action = z(12), z(12)
         self.air_time, self.contact_time, self.peak_height = z(4), z(4), z(4)
         self.in_contact, self.foot_force = z(4), z(4, 3)
@@ -165,8 +169,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.weights = f([self.cfg.weights[k] for k in REWARD_NAMES]) * self.dt
         c = self.cfg
         self._push_scale = f([*c.push_lin, *c.push_ang])
-        self._stage_steps = torch.tensor([s[0] for s in c.velocity_stages], device=dev)
-        self._stage_ranges = f([[*s[1], *s[2]] for s in c.velocity_stages])  # (stages, 4): x lo, x hi, wz lo, wz hi
         self.common_step = torch.zeros((), dtype=torch.long, device=dev)
         self._com_scale = f(c.base_com_offset)
         self._noise_scale = f(
@@ -233,53 +235,21 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
 
     def command_ranges(self) -> torch.Tensor:
         """The curriculum stage's ``(x lo, x hi, wz lo, wz hi)`` at ``common_step``, on the device (no host read)."""
-        stage = (self.common_step >= self._stage_steps).sum() - 1
-        return self._stage_ranges.index_select(0, stage.view(1))[0]
-
-    def _resample_command(self, rows: torch.Tensor, u: torch.Tensor) -> None:
-        """New commands on ``rows`` from the uniforms ``u`` ``(n, 8)`` (mjlab's resampling rules)."""
-        c = self.cfg
-        r = self.command_ranges()
-        cmd = torch.stack(
-            (self._span(u[:, 0], r[0], r[1]), self._span(u[:, 1], *c.lin_vel_y), self._span(u[:, 2], r[2], r[3])),
-            dim=1,
-        )
-        forward = u[:, 6] <= c.rel_forward_envs
-        fwd_cmd = torch.stack(
-            (cmd[:, 0].abs().clamp(min=c.forward_min_speed), torch.zeros_like(cmd[:, 0]), torch.zeros_like(cmd[:, 0])),
-            dim=1,
-        )
-        cmd = torch.where(forward.unsqueeze(1), fwd_cmd, cmd)
-        r1 = rows.unsqueeze(1)
-        self.command.copy_(torch.where(r1, cmd, self.command))
-        self.heading_target.copy_(torch.where(rows, self._span(u[:, 3], *c.heading_range), self.heading_target))
-        self.is_heading.copy_(torch.where(rows, u[:, 4] <= c.rel_heading_envs, self.is_heading))
-        self.is_standing.copy_(torch.where(rows, u[:, 5] <= c.rel_standing_envs, self.is_standing))
-        time = self._span(u[:, 7], *c.resampling_time)
-        self.command_time_left.copy_(torch.where(rows, time, self.command_time_left))
-
-    def _update_command(self) -> None:
-        """Heading rows steer toward their target; standing rows get a zero command."""
-        c = self.cfg
-        err = T.wrap_to_pi(self.heading_target - T.heading(self.qpos[:, 3:7]))
-        r = self.command_ranges()
-        wz = torch.clamp(c.heading_stiffness * err, r[2], r[3])
-        self.command[:, 2].copy_(torch.where(self.is_heading, wz, self.command[:, 2]))
-        self.command.copy_(torch.where(self.is_standing.unsqueeze(1), 0.0, self.command))
+        return self.velocity_command.ranges(self.common_step)
 
     def _reset_terms(self, mask: torch.Tensor) -> None:
         """Command, push timer, actions and contact bookkeeping of the rows of ``mask`` (masked writes)."""
         self._constants()
         c = self.cfg
         u = self._reset_u  # drawn by _sample_initial_state for the episodes that start now
-        self._resample_command(mask, u[:, 16:24])
+        self.velocity_command.resample(mask, u[:, 16:24], self.common_step)
         timer = self._span(u[:, 24], *c.push_interval)
         self.push_time_left.copy_(torch.where(mask, timer, self.push_time_left))
         m1 = mask.unsqueeze(1)
         for buf in (self.action, self.prev_action, self.air_time, self.contact_time, self.peak_height, self.in_contact):
             buf.copy_(torch.where(m1, 0.0, buf))
         self.foot_force.copy_(torch.where(mask.view(-1, 1, 1), 0.0, self.foot_force))
-        self._update_command()
+        self.velocity_command.update(self.qpos[:, 3:7], self.common_step)
 
     def _push(self, u: torch.Tensor) -> None:
         """Add a random base velocity (world frame) on rows whose push timer ran out; re-arm their timer."""
@@ -328,8 +298,8 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             truncated = self.elapsed >= self.max_episode_steps
             self.command_time_left.sub_(self.dt)
             u = self._step_draw(_S_STEP, _STEP_WORDS)
-            self._resample_command(self.command_time_left <= 0.0, u[:, 0:8])
-            self._update_command()
+            self.velocity_command.resample(self.command_time_left <= 0.0, u[:, 0:8], self.common_step)
+            self.velocity_command.update(self.qpos[:, 3:7], self.common_step)
             self._push(u[:, 8:15])
             return self._observe(u), reward, terminated, truncated, {"reward_terms": terms}
 

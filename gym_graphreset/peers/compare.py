@@ -3,7 +3,7 @@
 mjlab pins its own mujoco / mujoco-warp, so it cannot be imported next to this library. :func:`run_peer`
 runs a standalone runner script (``mjlab_runner.py``, next to this module) with the peer's Python, one
 process per size under a timeout, and parses the single JSON line it prints into a
-:class:`~gym_graphreset.bench.ModeResult` (``mode="mjlab"``; its own physics time, step/physics ratio and
+:class:`~gym_graphreset.bench_results.ModeResult` (``mode="mjlab"``; its own physics time, step/physics ratio and
 versions in ``extra``). A peer that is missing, times out or crashes gives a one-line notice and a
 :class:`PeerSkipped`, never an exception: the rest of the benchmark keeps its numbers.
 
