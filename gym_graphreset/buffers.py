@@ -15,7 +15,16 @@ from typing import Any
 
 import torch
 
-__all__ = ["PublicationRing", "TensorStore", "owned_like", "tree_copy_", "tree_leaves", "tree_map", "tree_where"]
+__all__ = [
+    "PublicationRing",
+    "TensorStore",
+    "copy_many_",
+    "owned_like",
+    "tree_copy_",
+    "tree_leaves",
+    "tree_map",
+    "tree_where",
+]
 
 Path = tuple[Any, ...]
 
@@ -54,6 +63,31 @@ def owned_like(t: torch.Tensor) -> torch.Tensor:
         return torch.empty_like(t, memory_format=torch.contiguous_format)
 
 
+def copy_many_(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """``dst.copy_(src)`` for every pair, in as few kernels as the pairs allow.
+
+    Pairs of one dtype and device whose tensors are both contiguous and of one shape go through one
+    ``torch._foreach_copy_`` (one multi-tensor kernel on CUDA where each ``copy_`` is one kernel: a
+    captured step pays per kernel); the rest are copied one by one. The values are the same either way.
+    """
+    groups: dict[tuple[torch.dtype, torch.device], list[tuple[torch.Tensor, torch.Tensor]]] = {}
+    for dst, src in pairs:
+        if dst.shape == src.shape and dst.dtype == src.dtype and dst.device == src.device and _dense(dst, src):
+            groups.setdefault((dst.dtype, dst.device), []).append((dst, src))
+        else:
+            dst.copy_(src)
+    for group in groups.values():
+        if len(group) == 1:
+            group[0][0].copy_(group[0][1])
+        else:
+            torch._foreach_copy_([d for d, _ in group], [s for _, s in group])
+
+
+def _dense(dst: torch.Tensor, src: torch.Tensor) -> bool:
+    """Both contiguous and outside autograd: what the multi-tensor kernel takes."""
+    return dst.is_contiguous() and src.is_contiguous() and not (dst.requires_grad or src.requires_grad)
+
+
 class TensorStore:
     """Persistent tensors keyed by their path in a tree, written in place with ``copy_``."""
 
@@ -63,20 +97,23 @@ class TensorStore:
 
     def write(self, tree: Any) -> Any:
         """Copy every tensor leaf of ``tree`` into its persistent buffer; return the tree of buffers."""
-        return self._write(tree, ())
+        pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+        out = self._write(tree, (), pairs)
+        copy_many_(pairs)
+        return out
 
-    def _write(self, tree: Any, path: Path) -> Any:
+    def _write(self, tree: Any, path: Path, pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
         if isinstance(tree, torch.Tensor):
             buf = self._buffers.get(path)
             if buf is None or buf.shape != tree.shape or buf.dtype != tree.dtype or buf.device != tree.device:
                 buf = self._buffers[path] = owned_like(tree)
                 self.allocations += 1
-            buf.copy_(tree)
+            pairs.append((buf, tree))
             return buf
         if isinstance(tree, dict):
-            return {k: self._write(v, (*path, k)) for k, v in tree.items()}
+            return {k: self._write(v, (*path, k), pairs) for k, v in tree.items()}
         if isinstance(tree, (tuple, list)):
-            return type(tree)(self._write(v, (*path, i)) for i, v in enumerate(tree))
+            return type(tree)(self._write(v, (*path, i), pairs) for i, v in enumerate(tree))
         return tree
 
     def buffers(self) -> list[torch.Tensor]:
@@ -136,18 +173,22 @@ class PublicationRing:
         return self._dropped_allocations + sum(s.allocations for s in self.slots)
 
 
-def tree_where(mask: torch.Tensor, a: Any, b: Any) -> Any:
-    """Row-wise ``where(mask, a, b)`` over matching trees of tensors (``mask`` is ``(num_envs,)``)."""
+def tree_where(mask: torch.Tensor, a: Any, b: Any, out: Any = None) -> Any:
+    """Row-wise ``where(mask, a, b)`` over matching trees of tensors (``mask`` is ``(num_envs,)``).
+
+    ``out`` (a matching tree of tensors) is written in place and returned, one kernel per leaf.
+    """
     if isinstance(a, torch.Tensor):
-        return torch.where(mask.view(-1, *([1] * (a.dim() - 1))), a, b)
+        rows = mask.view(-1, *([1] * (a.dim() - 1)))
+        return torch.where(rows, a, b) if out is None else torch.where(rows, a, b, out=out)
     if isinstance(a, dict):
-        return {k: tree_where(mask, v, b[k]) for k, v in a.items()}
+        return {k: tree_where(mask, v, b[k], None if out is None else out[k]) for k, v in a.items()}
     if isinstance(a, (tuple, list)):
-        return type(a)(tree_where(mask, x, y) for x, y in zip(a, b, strict=True))
+        outs = [None] * len(a) if out is None else out
+        return type(a)(tree_where(mask, x, y, o) for x, y, o in zip(a, b, outs, strict=True))
     raise TypeError(f"observations must be tensors or dicts/tuples of tensors, got {type(a).__name__}")
 
 
 def tree_copy_(dst: Any, src: Any) -> None:
-    """In-place ``dst.copy_(src)`` over matching trees."""
-    for (_path, d), (_, s) in zip(tree_leaves(dst), tree_leaves(src), strict=True):
-        d.copy_(s)
+    """In-place ``dst.copy_(src)`` over matching trees (in as few kernels as :func:`copy_many_` allows)."""
+    copy_many_([(d, s) for (_, d), (_, s) in zip(tree_leaves(dst), tree_leaves(src), strict=True)])

@@ -76,6 +76,11 @@ class Runner(Generic[_T]):
         self.factory = factory
         self.graph: AutoresetGraph[_T] | None = None
 
+    @property
+    def captures(self) -> bool:
+        """Whether bodies run through a graph of their own (else as written, inline)."""
+        return self.factory is not None
+
     def __call__(self, body: Callable[[], _T]) -> _T:
         """Run ``body``: eagerly, or the graph's warm-up, capture or replay."""
         if self.factory is None:

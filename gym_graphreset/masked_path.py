@@ -8,7 +8,6 @@ in the ``"reset"`` scope). It publishes the SAME_STEP keys on every step (fixed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +15,7 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from gym_graphreset.buffers import TensorStore, owned_like, tree_copy_, tree_map, tree_where
+from gym_graphreset.executors import Runner
 from gym_graphreset.participants import Participants
 from gym_graphreset.protocols import Rows, StepData
 from gym_graphreset.same_step import ResetPath, StepOut, check_reset_obs, same_step_info
@@ -51,9 +51,10 @@ class MaskedPath(ResetPath):
         latch: Where the reset body latches its observation check.
         selection: The persistent selection handed to the env and every term.
         persistent: Write fixed carriers in place (a graph can hold them).
-        run_reset: Runs the reset body (a :class:`~gym_graphreset.executors.Runner`: eager, or a graph
-            with ``graph="reset"``). With persistent carriers the body reads and writes only them
-            (:class:`ResetCarriers`), so a graph of it replays correctly.
+        run_reset: Runs the reset body (eager, or a graph with ``graph="reset"``). With persistent
+            carriers the body reads and writes only them (:class:`ResetCarriers`), so a graph of it
+            replays correctly. A body run inline latches its checks with the step's (one write per step);
+            a graph of it latches them inside itself.
     """
 
     def __init__(
@@ -63,7 +64,7 @@ class MaskedPath(ResetPath):
         latch: ValidationLatch,
         selection: ResetSelection,
         persistent: bool,
-        run_reset: Callable[[Callable[[], None]], None],
+        run_reset: Runner[None],
     ) -> None:
         super().__init__(env, parts, latch, persistent)
         self.selection = selection
@@ -121,17 +122,23 @@ class MaskedPath(ResetPath):
         """The reset body on persistent carriers only: what a ``"reset"`` graph captures."""
         io = self.io
         assert io is not None
-        obs, reset_info = self.masked_reset(io.final_obs, io.done)
-        tree_copy_(io.obs, obs)
+        _, reset_info = self.masked_reset(io.final_obs, io.done, out=io.obs)
         if reset_info:
             io.reset_info = self.reset_info_store.write(reset_info)  # held: a graph rewrites it in place
 
-    def masked_reset(self, step_obs: Any, done: torch.Tensor) -> tuple[Any, dict[str, Any]]:
-        """The masked reset body: inner env, then terms, over the full width (no host read)."""
-        outer = self.latch.open_batch()  # latched inside this body (its own graph in the reset scope)
+    def masked_reset(self, step_obs: Any, done: torch.Tensor, out: Any = None) -> tuple[Any, dict[str, Any]]:
+        """The masked reset body: inner env, then terms, over the full width (no host read).
+
+        Returns the observations (the reset ones on ``done`` rows, ``step_obs`` elsewhere; written into
+        ``out`` when given) and the inner reset's info.
+        """
+        # A body that is its own graph latches inside it (its own region); inline, its checks join the step's.
+        own_region = self.run_reset.captures or not self.latch.batching
+        outer = self.latch.open_batch() if own_region else None
         self.selection.mask.copy_(done)
         reset_obs, reset_info = self.env.reset(options={"reset_mask": self.selection})
         self.terms_reset(self.selection)
         check_reset_obs(self.latch, reset_obs, done)
-        self.latch.close_batch(outer)  # no `with`: a compiled step cannot resume inside one (StepBody cleans up)
-        return tree_where(done, reset_obs, step_obs), reset_info
+        if own_region:  # no `with`: a compiled step cannot resume inside one (StepBody cleans up)
+            self.latch.close_batch(outer)
+        return tree_where(done, reset_obs, step_obs, out), reset_info

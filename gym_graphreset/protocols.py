@@ -123,14 +123,8 @@ class CheckSink(Protocol):
     def require(self, ok: torch.Tensor, name: str, message: str) -> None:
         """Latch ``ok.all()`` under ``name`` (no host read); an ``ok`` with a first dim names failing rows."""
 
-    def require_many(
-        self,
-        ok: torch.Tensor,
-        names: tuple[str, ...],
-        messages: tuple[str, ...],
-        bad_rows: torch.Tensor | None = None,
-    ) -> None:
-        """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor at once; ``bad_rows`` ``(num_envs, k)``."""
+    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+        """Latch ``k = len(names)`` checks at once from a bool ``(k,)`` or per-row ``(rows, k)`` ``ok``."""
 
 
 class ResetTerm:

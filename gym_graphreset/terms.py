@@ -58,6 +58,7 @@ class EpisodeStatistics(ResetTerm):
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.done = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.totals = torch.zeros(3, dtype=torch.float64, device=device)  # sum r, sum l, episodes
+        self._zeros = (self.episode_return.new_zeros(()), self.episode_length.new_zeros(()))  # `where` into `out=`
         self._allocated = True
 
     def bind(self, env: Any) -> None:
@@ -76,8 +77,8 @@ class EpisodeStatistics(ResetTerm):
         self.running_return.add_((step.raw_reward if self.rewards == "raw" else step.reward).to(torch.float32))
         self.running_length.add_(1)
         self.done.copy_(step.done)
-        self.episode_return.copy_(torch.where(self.done, self.running_return, 0.0))
-        self.episode_length.copy_(torch.where(self.done, self.running_length, 0))
+        torch.where(self.done, self.running_return, self._zeros[0], out=self.episode_return)
+        torch.where(self.done, self.running_length, self._zeros[1], out=self.episode_length)
         self.totals.add_(torch.stack((self.episode_return.sum(), self.episode_length.sum(), self.done.sum())).double())
 
     def reset(self, rows: Rows) -> None:

@@ -22,7 +22,7 @@ PendingChecks = dict[str, tuple[torch.Tensor, torch.Tensor | None, str]]
 
 A bool ``(rows,)`` ``ok`` without a summary is per row: the region's end stacks every such column and
 computes their verdicts and row summaries at once. Otherwise ``ok`` is one 0-dim verdict, with the
-``(first bad row, count)`` summary it came with (``require_many``'s ``bad_rows``) or none.
+``(first bad row, count)`` summary it came with or none.
 """
 
 
@@ -94,7 +94,7 @@ class ValidationLatch:
         self._slots: dict[str, int] = {}
         self._messages: list[str] = []
         self._window_start = 0
-        self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor] = {}
+        self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor | slice] = {}
         self._batch: PendingChecks | None = None
 
     def slot(self, name: str, message: str) -> int:
@@ -176,18 +176,25 @@ class ValidationLatch:
     def _latch_pending(self, pending: PendingChecks) -> None:
         """Latch a region's checks in one write.
 
-        Per-row columns of one length are stacked and summarised together (a few kernels for all of
-        them); 0-dim verdicts are stacked as they are.
+        Checks go in slot order (so a region's slots are one run, updated through views). Per-row
+        columns of one length are stacked and summarised together (a few kernels for all of them); 0-dim
+        verdicts are stacked as they are.
         """
-        names, messages = tuple(pending), tuple(m for *_, m in pending.values())
+        order = sorted(pending, key=self._slots.__getitem__)
+        names, messages = tuple(order), tuple(pending[n][2] for n in order)
         verdicts: list[torch.Tensor] = []
         summaries: list[torch.Tensor] = []
         columns: dict[int, list[int]] = {}  # rows -> positions of the per-row checks of that length
-        for i, (ok, rows, _) in enumerate(pending.values()):
+        for i, name in enumerate(order):
+            ok, rows, _ = pending[name]
             verdicts.append(ok)
             summaries.append(self._no_rows if rows is None else rows)
             if ok.dim() == 1 and rows is None:
                 columns.setdefault(ok.shape[0], []).append(i)
+        if len(columns) == 1 and len(next(iter(columns.values()))) == len(order):  # every check is per row
+            good = torch.stack(verdicts, dim=1)
+            self._latch_many(good.all(dim=0), names, messages, _row_summary(~good))
+            return
         for positions in columns.values():
             good = torch.stack([verdicts[i] for i in positions], dim=1)  # (rows, k)
             summary, verdict = _row_summary(~good), good.all(dim=0)
@@ -195,42 +202,57 @@ class ValidationLatch:
                 verdicts[i], summaries[i] = verdict[j], summary[j]
         self._latch_many(torch.stack(verdicts), names, messages, torch.stack(summaries))
 
-    def require_many(
-        self,
-        ok: torch.Tensor,
-        names: tuple[str, ...],
-        messages: tuple[str, ...],
-        bad_rows: torch.Tensor | None = None,
-    ) -> None:
-        """Latch ``k`` verdicts at once (``ok`` is a bool ``(k,)``): a few kernels instead of ``k`` requires.
+    @property
+    def batching(self) -> bool:
+        """Whether a region is open (``require`` calls are collected for its end)."""
+        return self._batch is not None
 
-        ``bad_rows`` (optional, bool ``(num_envs, k)``) says which rows failed each check, so a failure
-        names its first row and count.
+    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+        """Latch ``k = len(names)`` checks at once: a few kernels instead of ``k`` requires.
+
+        ``ok`` is bool ``(k,)`` (one verdict per check) or ``(rows, k)`` (per row: a failure names its
+        first row and how many failed, as :meth:`require` does for a per-row ``ok``).
         """
+        k = len(names)
         if not isinstance(ok, torch.Tensor):
-            raise TypeError(f"`ok` must be a bool torch.Tensor of shape ({len(names)},), got {type(ok).__name__}")
-        if ok.shape != (len(names),) or ok.dtype != torch.bool or len(messages) != len(names):
+            raise TypeError(f"`ok` must be a bool torch.Tensor of shape ({k},) or (rows, {k}), got {type(ok).__name__}")
+        if ok.dtype != torch.bool or ok.dim() not in (1, 2) or ok.shape[-1] != k or len(messages) != k:
             raise ValueError(
-                f"`ok` must be a bool tensor of shape ({len(names)},) with one message per name, got "
+                f"`ok` must be a bool tensor of shape ({k},) or (rows, {k}) with one message per name, got "
                 f"{ok.dtype} {tuple(ok.shape)} and {len(messages)} message(s)"
             )
         ok = ok.to(self.device)
-        rows = self._no_rows.expand(len(names), 2) if bad_rows is None else _row_summary(bad_rows.to(self.device))
-        if self._batch is not None:
-            for i, (name, message) in enumerate(zip(names, messages, strict=True)):
-                self.slot(name, message)
-                self._defer(ok[i], rows[i], name, message)
-            return
-        self._latch_many(ok, names, messages, rows)
+        rows = self._no_rows if ok.dim() == 1 else None  # a 0-dim verdict without rows, or a per-row column
+        checks: PendingChecks = {n: (ok[..., i], rows, m) for i, (n, m) in enumerate(zip(names, messages, strict=True))}
+        for name, (verdict, rows, message) in checks.items():
+            self.slot(name, message)
+            if self._batch is not None:
+                self._defer(verdict, rows, name, message)
+        if self._batch is None:
+            self._latch_pending(checks)
 
     def _latch_many(
         self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...], rows: torch.Tensor
     ) -> None:
+        """Record the step (and rows) in the slots of ``names`` whose verdict in ``ok`` is a first failure.
+
+        Slots that follow one another (the usual case: a region's checks were registered together) are
+        updated through views, in place; others through an index.
+        """
         key = (names, messages)
         slots = self._index_cache.get(key)
         if slots is None:
             ids = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]
-            slots = self._index_cache[key] = torch.tensor(ids, dtype=torch.long, device=self.device)
+            run = ids == list(range(ids[0], ids[0] + len(ids)))
+            slots = self._index_cache[key] = (
+                slice(ids[0], ids[0] + len(ids)) if run else torch.tensor(ids, device=self.device)
+            )
+        if isinstance(slots, slice):
+            current, held = self.first_failed[slots], self.rows[slots]
+            newly = (current < 0) & ~ok
+            torch.where(newly, self.step, current, out=current)
+            torch.where(newly.unsqueeze(1), rows, held, out=held)
+            return
         current = self.first_failed.index_select(0, slots)
         newly = ~ok & (current < 0)
         self.first_failed.index_copy_(0, slots, torch.where(newly, self.step, current))
@@ -238,7 +260,8 @@ class ValidationLatch:
 
     def capture_buffers(self) -> list[torch.Tensor]:
         """The slots, the step counter and the cached slot indices a captured graph holds."""
-        return [self.first_failed, self.rows, self.step, self._no_rows, *self._index_cache.values()]
+        cached = [t for t in self._index_cache.values() if isinstance(t, torch.Tensor)]
+        return [self.first_failed, self.rows, self.step, self._no_rows, *cached]
 
     def advance(self, steps: int = 1) -> None:
         """Count a step on the device (captured code calls this too)."""

@@ -277,7 +277,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.latch.require(ok, name, message)
 
     def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
-        """Latch ``len(names)`` verdicts from a bool ``(k,)`` tensor in one vectorised write (no host read)."""
+        """Latch ``len(names)`` checks from a bool ``(k,)`` or per-row ``(rows, k)`` ``ok`` at once (no host read)."""
         self.latch.require_many(ok, names, messages)
 
     def poll_finite_validation(self) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from gym_graphreset.buffers import PublicationRing, TensorStore, tree_where
+from gym_graphreset.buffers import PublicationRing, TensorStore, copy_many_, tree_where
 
 
 def _tree(v: float) -> tuple:
@@ -45,6 +45,44 @@ def test_ring_lifetime_and_address_cycle(depth: int) -> None:
 def test_ring_rejects_bad_depth(depth) -> None:
     with pytest.raises(ValueError, match="`published_buffer_depth` must be an int >= 1"):
         PublicationRing(depth)
+
+
+def _copy_pairs(device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Pairs the multi-tensor copy takes (same dtype, contiguous) and pairs it must leave to ``copy_``."""
+    gen = torch.Generator().manual_seed(0)
+    src = {
+        "f1": torch.randn(5, 3, generator=gen),
+        "f2": torch.randn(5, generator=gen),
+        "b": torch.rand(5, generator=gen) > 0.5,
+        "b2": torch.rand(5, 2, generator=gen) > 0.5,
+        "l": torch.randint(0, 9, (5,), generator=gen),  # alone in its dtype
+        "strided": torch.randn(3, 5, generator=gen).t(),  # not contiguous
+        "cast": torch.randn(5, generator=gen).double(),  # into a float32 buffer
+        "broadcast": torch.randn(1, 4, generator=gen),  # into a (5, 4) buffer
+    }
+    dst_like = {"cast": torch.zeros(5), "broadcast": torch.zeros(5, 4), "strided": torch.zeros(5, 3)}
+    return [(torch.zeros_like(dst_like.get(k, v), device=device), v.to(device)) for k, v in src.items()]
+
+
+def test_copy_many_equals_one_copy_each(device: torch.device) -> None:
+    """Grouped multi-tensor copies give what ``copy_`` one by one gives, whatever mix of pairs comes."""
+    many, each = _copy_pairs(device), _copy_pairs(device)
+    copy_many_(many)
+    for dst, src in each:
+        dst.copy_(src)
+    for (got, _), (want, _) in zip(many, each, strict=True):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_tree_where_out_writes_in_place() -> None:
+    """``tree_where(..., out=)`` writes the given buffers (addresses a graph holds) and returns them."""
+    mask = torch.tensor([True, False, True])
+    a, b = _tree(1.0), _tree(2.0)
+    out = (torch.empty(3, 2), {"a": torch.empty(3), "n": "meta"})
+    got = tree_where(mask, (a[0], a[1]["a"]), (b[0], b[1]["a"]), (out[0], out[1]["a"]))
+    assert got[0] is out[0] and got[1] is out[1]["a"]
+    assert torch.equal(out[1]["a"], torch.tensor([1.0, 2.0, 1.0]))
+    assert torch.equal(out[0][:, 0], torch.tensor([1.0, 2.0, 1.0]))
 
 
 def test_tree_where_rows() -> None:

@@ -144,7 +144,7 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
     "require_many with a list": (
         lambda: ValidationLatch("cpu").require_many([True], ("a",), ("m",)),  # type: ignore[arg-type]
         TypeError,
-        "`ok` must be a bool torch.Tensor of shape (1,), got list",
+        "`ok` must be a bool torch.Tensor of shape (1,) or (rows, 1), got list",
     ),
     "require with a Python bool": (
         lambda: ValidationLatch("cpu").require(True, "a", "m"),  # type: ignore[arg-type]

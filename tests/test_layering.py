@@ -13,10 +13,10 @@ LAYERS: list[set[str]] = [
     {"selection", "rng", "buffers", "host_transitions", "validation", "config", "compiling", "dynamo_records"},
     {"protocols", "graph"},
     {"participants", "inputs", "terms"},
+    {"executors"},
     {"same_step"},
     {"masked_path"},
     {"stepping", "failures"},
-    {"executors"},
     {"wrapper"},
     {"rollouts", "host_syncs"},
     {

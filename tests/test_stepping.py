@@ -67,6 +67,23 @@ def test_nan_in_autoreset_observations_is_reported_on_every_path(mode: str) -> N
         env.poll_finite_validation()
 
 
+@pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+def test_inline_reset_body_latches_with_the_step(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reset body run inside the step adds its checks to the step's region: one latch write per step."""
+    env = FixedShapeAutoresetVectorEnv(_nan_reset_env(), **{**MODES[mode], "validation_poll_interval": 1000})
+    env.reset(seed=0)
+    writes: list[tuple[str, ...]] = []
+    latch_pending = type(env.latch)._latch_pending
+    monkeypatch.setattr(
+        env.latch, "_latch_pending", lambda pending: (writes.append(tuple(pending)), latch_pending(env.latch, pending))
+    )
+    for _ in range(3):
+        env.step(torch.zeros(3, 3))
+    assert len(writes) == 3 and all("finite_reset_obs" in names and "finite_obs" in names for names in writes)
+    with pytest.raises(DeferredValidationError, match=r"finite_reset_obs: .*\(first failed at step 2, row 1\)"):
+        env.poll_finite_validation()
+
+
 @pytest.mark.parametrize("mode", ["selected", "masked"])
 def test_nan_from_an_explicit_reset_is_reported(mode: str) -> None:
     env = FixedShapeAutoresetVectorEnv(_nan_reset_env(), **MODES[mode])

@@ -103,7 +103,7 @@ def _per_row_script(latch: ValidationLatch, step: int) -> None:
     latch.require(torch.rand(8, generator=gen) > 0.2, "mixed", "m")
     latch.require(torch.tensor(step != 3), "mixed", "m")
     bad = torch.rand(8, 2, generator=gen) > 0.8
-    latch.require_many(~bad.any(dim=0), ("many[0]", "many[1]"), ("m", "m"), bad_rows=bad)
+    latch.require_many(~bad, ("many[0]", "many[1]"), ("m", "m"))  # per row
 
 
 def test_batched_row_summaries_match_immediate_ones() -> None:
@@ -119,6 +119,29 @@ def test_batched_row_summaries_match_immediate_ones() -> None:
     assert torch.equal(immediate.first_failed, batched.first_failed)
     assert torch.equal(immediate.rows, batched.rows)
     assert (immediate.first_failed[: len(immediate.names)] >= 0).all()  # every check failed at some step
+
+
+def test_regions_over_scattered_slots_latch_like_runs() -> None:
+    """A region whose slots are not one run (updated through an index) latches what a run (views) does."""
+    scattered, run = ValidationLatch("cpu", capacity=8), ValidationLatch("cpu", capacity=8)
+    for name in ("a", "gap", "b", "c"):
+        scattered.slot(name, "m")  # "gap" splits the region's slots: a=0, b=2, c=3
+    for step in range(4):
+        gen = torch.Generator().manual_seed(step)
+        checks = {
+            "c": torch.rand(6, generator=gen) > 0.3,
+            "a": torch.tensor(step != 1),
+            "b": torch.rand(6, generator=gen) > 0.2,
+        }
+        for latch in (scattered, run):
+            with latch.batch():
+                for name, ok in checks.items():
+                    latch.require(ok, name, "m")
+            latch.advance()
+    for name in ("a", "b", "c"):
+        i, j = scattered.names.index(name), run.names.index(name)
+        assert scattered.first_failed[i] == run.first_failed[j] and torch.equal(scattered.rows[i], run.rows[j])
+    assert (run.first_failed[:3] >= 0).all()  # each failed at some step
 
 
 def test_nested_batches_latch_at_their_own_end() -> None:
@@ -155,9 +178,7 @@ def test_failure_names_first_row_and_count_one_read() -> None:
     with latch.batch():
         latch.require(torch.tensor([[True, True], [True, False], [False, True]]), "x", "bad")
         latch.require(torch.tensor(False), "scalar", "no rows")
-        latch.require_many(
-            torch.tensor([True, False]), ("a", "b"), ("m", "m"), bad_rows=torch.tensor([[0, 0], [0, 1], [0, 1]]).bool()
-        )
+        latch.require_many(torch.tensor([[1, 1], [1, 0], [1, 0]]).bool(), ("a", "b"), ("m", "m"))  # per row
     with pytest.raises(DeferredValidationError) as err:
         latch.poll(1)
     rows = {f.name: (f.first_row, f.failing_rows) for f in err.value.failures}

@@ -78,6 +78,8 @@ class MJWarpVectorEnv(VectorEnv):
         qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
         overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
         overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (a reset clears ``overflow``).
+        state_finite: ``(nworld,)`` bool, whether each world's qpos and qvel were finite after the last
+            step's physics (the ``mjwarp_finite_state`` check, and tasks' healthy tests, read it).
         elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
         keys: The counter-RNG keys (:class:`~gym_graphreset.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
             ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
@@ -181,6 +183,7 @@ class MJWarpVectorEnv(VectorEnv):
         self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
         self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
         self.overflow_seen = torch.zeros(num_envs, dtype=self.overflow.dtype, device=dev)
+        self.state_finite = torch.ones(num_envs, dtype=torch.bool, device=dev)
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
         self._overflow_bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=self.overflow.dtype, device=dev)
         self._overflow_names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
@@ -342,22 +345,21 @@ class MJWarpVectorEnv(VectorEnv):
             self._progress_buf.copy_(after)
             self.elapsed.add_(1)
             self.overflow_seen.bitwise_or_(self.overflow)
+            torch.logical_and(finite_rows(self.qpos), finite_rows(self.qvel), out=self.state_finite)
             obs = self._observe()
             reward, terminated = self._reward_terminated(before, after, action)
             truncated = self.elapsed >= self.max_episode_steps
         return obs, reward, terminated, truncated, {}
 
     def add_checks(self, latch: CheckSink) -> None:
-        """Latch overflow bits (before the reset clears them) and finite state; no host read.
+        """Latch the overflow bits and the finite state of the last step (before its reset); no host read.
 
         All overflow bits are latched in one vectorised write, each under its own name
         (``mjwarp_overflow[BROADPHASE]``...).
         """
-        self.overflow_seen.bitwise_or_(self.overflow)
-        bad = (self.overflow_seen.unsqueeze(1) & self._overflow_bits) != 0  # (worlds, bits)
-        latch.require_many(~bad.any(dim=0), self._overflow_names, self._overflow_messages, bad_rows=bad)
-        finite = finite_rows(self.qpos) & finite_rows(self.qvel)
-        latch.require(finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
+        clear = (self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0  # (worlds, bits): per row
+        latch.require_many(clear, self._overflow_names, self._overflow_messages)
+        latch.require(self.state_finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
         self.overflow_seen.zero_()
 
     def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:

@@ -9,7 +9,6 @@ import torch
 
 from gym_graphreset.envs.mjwarp import healthy_range
 from gym_graphreset.envs.mujoco_base import LocomotionEnv, sq_sum
-from gym_graphreset.validation import finite_rows
 
 __all__ = ["AntEnv", "HumanoidEnv"]
 
@@ -65,9 +64,10 @@ class AntEnv(LocomotionEnv):
         return torch.cat(parts, dim=1)
 
     def _reward_terminated(self, before, after, action):
-        state_finite = finite_rows(self.qpos) & finite_rows(self.qvel)
         healthy = (
-            state_finite & (self.qpos[:, 2] >= self.healthy_z_range[0]) & (self.qpos[:, 2] <= self.healthy_z_range[1])
+            self.state_finite
+            & (self.qpos[:, 2] >= self.healthy_z_range[0])
+            & (self.qpos[:, 2] <= self.healthy_z_range[1])
         )
         reward = self.forward_reward_weight * self._forward_velocity(before, after)
         reward = reward + self.healthy_reward * healthy.float()
