@@ -6,7 +6,7 @@ initialisation, no global config changes).
 
 from gym_graphreset import registration as _registration
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import PRESETS, AutoresetConfig, StepConfig
+from gym_graphreset.config import PRESETS, StepConfig
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.host_transitions import HostTransitions, host_transition
 from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
@@ -29,7 +29,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS",
-    "AutoresetConfig",
     "AutoresetGraph",
     "CaptureReport",
     "CheckSink",
@@ -62,10 +61,3 @@ __all__ = [
 ]
 
 _registration.register_envs()
-
-
-def __getattr__(name: str) -> object:
-    """The contracts folded into ``ResetTerm`` / ``GraphParticipant`` (with a ``DeprecationWarning``)."""
-    from gym_graphreset import protocols
-
-    return getattr(protocols, name)

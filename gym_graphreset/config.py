@@ -33,7 +33,6 @@ __all__ = [
     "LEGACY_FLAGS",
     "PRESETS",
     "RUNTIME_FIELDS",
-    "AutoresetConfig",
     "CaptureMode",
     "Executor",
     "GraphScope",
@@ -44,7 +43,6 @@ __all__ = [
     "check_capture_mode",
     "check_warmup",
     "from_flags",
-    "legacy_values",
 ]
 
 GraphScope = Literal["reset", "step"]
@@ -203,22 +201,6 @@ class StepConfig:
         """``validation == "deferred"``."""
         return self.validation == "deferred"
 
-    def __getattr__(self, name: str) -> Any:
-        """Earlier releases' names, read with a ``DeprecationWarning``: the old flags and ``flags()``.
-
-        ``config.persistent_step_buffers`` reads ``persistent_buffers``, and so on (:data:`LEGACY_FLAGS`);
-        ``config.flags()`` gives the old keywords, which :func:`from_flags` maps back to this config.
-        """
-        if name != "flags" and name not in LEGACY_FLAGS:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        replacement = "a preset name or the StepConfig itself" if name == "flags" else LEGACY_FLAGS[name]
-        warnings.warn(f"`StepConfig.{name}` is deprecated: use {replacement}", DeprecationWarning, stacklevel=2)
-        values = legacy_values(self)
-        if name == "flags":
-            runtime = {k: getattr(self, k) for k in RUNTIME_FIELDS}
-            return lambda: values | runtime
-        return values[name]
-
 
 PRESETS: dict[PresetName, StepConfig] = {
     "selected": StepConfig(),
@@ -246,8 +228,8 @@ LEGACY_FLAGS: dict[str, str] = {
 """The boolean keywords of earlier releases, and what replaces each (see :func:`from_flags`)."""
 
 
-def legacy_values(config: StepConfig) -> dict[str, Any]:
-    """``config`` as the keywords of earlier releases (:data:`LEGACY_FLAGS`): what :func:`from_flags` maps back."""
+def _legacy_values(config: StepConfig) -> dict[str, Any]:
+    """``config`` as the keywords of earlier releases: the base :func:`from_flags` applies old keywords to."""
     return {
         "masked_autoreset": config.masked,
         "defer_finite_validation": config.deferred,
@@ -296,7 +278,7 @@ def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) ->
         DeprecationWarning,
         stacklevel=3,
     )
-    old = legacy_values(base) | legacy
+    old = _legacy_values(base) | legacy
     for name in ("masked_autoreset", "defer_finite_validation", "persistent_step_buffers", "autoreset_cuda_graph"):
         if not isinstance(old[name], bool):
             raise ValueError(f"`{name}` must be a bool, got {old[name]!r}")
@@ -334,18 +316,3 @@ def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) ->
         graph_warmup=old["autoreset_graph_warmup"],
         capture_mode=old["autoreset_graph_capture_mode"],
     )
-
-
-class AutoresetConfig:
-    """Deprecated name: ``AutoresetConfig(**flags)`` builds a :class:`StepConfig` through :func:`from_flags`."""
-
-    def __new__(cls, **flags: Any) -> StepConfig:  # type: ignore[misc]
-        """The :class:`StepConfig` these keywords describe (a ``DeprecationWarning`` for the old ones)."""
-        return from_flags(None, flags)
-
-    @staticmethod
-    def preset(name: PresetName, **overrides: Any) -> StepConfig:
-        """:meth:`StepConfig.preset`, taking the old keywords too (through :func:`from_flags`)."""
-        fields = {k: v for k, v in overrides.items() if k in StepConfig.fields() and k not in RUNTIME_FIELDS}
-        rest = {k: v for k, v in overrides.items() if k not in fields}
-        return from_flags(StepConfig.preset(name, **fields), rest)

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import warnings
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -264,27 +263,3 @@ def check_participant(name: str, obj: object, *, term: bool) -> None:
 
 def _annotation(p: inspect.Parameter) -> str:
     return p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", str(p.annotation))
-
-
-_RETIRED = {
-    "Bindable": "ResetTerm",
-    "StepObserver": "ResetTerm",
-    "InfoProvider": "ResetTerm",
-    "EpisodePublisher": "ResetTerm",
-    "CheckProvider": "ResetTerm",
-    "CaptureParticipant": "GraphParticipant",
-    "StreamOwner": "GraphParticipant",
-    "GeneratorOwner": "GraphParticipant",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The contracts folded into :class:`ResetTerm` / :class:`GraphParticipant`, with a warning."""
-    if name in _RETIRED:
-        warnings.warn(
-            f"gym_graphreset.protocols.{name} is now part of {_RETIRED[name]}: import that instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[_RETIRED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,12 +34,13 @@ _GOLDEN = 0x9E3779B9
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    # (x * c) mod 2**32 for 0 <= x < 2**32 without leaving int64.
-    if c < 2**31:
-        return (x * c) & _MASK32  # the product stays below 2**63
-    lo = x * (c & 0xFFFF)  # split c into 16-bit halves
-    hi = ((x * (c >> 16)) & 0xFFFF) << 16
-    return (lo + hi) & _MASK32
+    """``(x * c) mod 2**32`` for ``0 <= x, c < 2**32`` in int64, in two kernels.
+
+    A ``c`` of ``2**31`` or more is taken as ``c - 2**32`` (the same residue mod ``2**32``): either way the
+    product's magnitude stays below ``2**63``, and ``& 0xFFFFFFFF`` of the two's complement int64 is the
+    residue.
+    """
+    return (x * (c if c < 2**31 else c - 2**32)) & _MASK32
 
 
 def _mix32(x: torch.Tensor) -> torch.Tensor:

@@ -93,9 +93,9 @@ def _fresh(tree: Any) -> Any:
 class TermInfos:
     """Reads every term's ``info()`` and holds it to its contract: fixed keys, full-width tensors.
 
-    The first read of each term checks that every tensor leaf has ``num_envs`` rows; every later read
-    checks that the keys are the ones the first returned. A term that breaks either is refused by name
-    (a ``ValueError`` naming the term and the key), never published half-shaped.
+    Every read checks that each tensor leaf has ``num_envs`` rows and that the keys are the ones the
+    first read returned (host metadata only: no device read). A term that breaks either is refused by
+    name (a ``ValueError`` naming the term and the key), never published half-shaped.
     """
 
     def __init__(self, providers: list[tuple[str, Callable[[], dict[str, Any]]]], num_envs: int) -> None:
@@ -108,10 +108,10 @@ class TermInfos:
         out: dict[str, Any] = {}
         for name, provider in self.providers:
             entries = provider()
+            self._check_width(name, entries)  # every read: shapes are host metadata, no device read
             keys = tuple(entries)
             known = self._keys.get(name)
             if known is None:
-                self._check_width(name, entries)
                 self._keys[name] = keys
             elif keys != known:
                 raise ValueError(
@@ -131,13 +131,29 @@ class TermInfos:
     def _check_width(self, name: str, entries: dict[str, Any]) -> None:
         if not isinstance(entries, dict):
             raise TypeError(f"reset term {name!r}: info() must return a dict, got {type(entries).__name__}")
-        for path, leaf in tree_leaves(entries):
-            if leaf.dim() == 0 or leaf.shape[0] != self.num_envs:
-                key = "".join(f"[{p!r}]" for p in path)
-                raise ValueError(
-                    f"reset term {name!r}: info(){key} must be full width, shape (num_envs={self.num_envs}, ...), "
-                    f"got {tuple(leaf.shape)}"
-                )
+        narrow = _narrow_leaf(entries, self.num_envs, ())
+        if narrow is not None:
+            path, shape = narrow
+            key = "".join([f"[{p!r}]" for p in path])
+            raise ValueError(
+                f"reset term {name!r}: info(){key} must be full width, shape (num_envs={self.num_envs}, ...), "
+                f"got {shape}"
+            )
+
+
+def _narrow_leaf(tree: Any, rows: int, path: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[int, ...]] | None:
+    """The path and shape of the first tensor leaf without ``rows`` rows, or ``None``.
+
+    Plain recursion (no generator), so ``torch.compile`` traces it inside the step on every read.
+    """
+    if isinstance(tree, torch.Tensor):
+        return None if tree.dim() > 0 and tree.shape[0] == rows else (path, tuple(tree.shape))
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, (tuple, list)) else ()
+    for key, value in items:
+        found = _narrow_leaf(value, rows, (*path, key))
+        if found is not None:
+            return found
+    return None
 
 
 class ResetPath:

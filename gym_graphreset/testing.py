@@ -48,17 +48,12 @@ __all__ = [
     "rollout",
 ]
 
-MASKED_FLAGS: dict[str, Any] = {"config": PRESETS["masked"]}
-"""The masked preset as the wrapper's keywords (``FixedShapeAutoresetVectorEnv(env, **MASKED_FLAGS)``)."""
 Factory = Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv]
 """Builds a wrapped env from the wrapper's keyword arguments (``{"config": StepConfig}``): ``**`` them in."""
 
 
-def _config(config: StepConfig | PresetName | dict[str, Any] | None, default: PresetName) -> StepConfig:
-    """A preset name, a StepConfig, or a dict of wrapper keywords (``config=`` and flags), as a StepConfig."""
-    if isinstance(config, dict):
-        rest = {k: v for k, v in config.items() if k != "config"}
-        return from_flags(config.get("config"), rest)
+def _config(config: StepConfig | PresetName | None, default: PresetName) -> StepConfig:
+    """A preset name or a StepConfig (``None``: ``default``), as a StepConfig (an unknown name is refused)."""
     return from_flags(config if config is not None else default, {})
 
 
@@ -69,7 +64,6 @@ def assert_masked_matches_selected(
     config: StepConfig | PresetName | None = None,
     seed: int = 0,
     atol: float = 0.0,
-    flags: dict[str, Any] | None = None,
 ) -> None:
     """Assert that a masked configuration returns what the selected-row path returns, step for step.
 
@@ -79,10 +73,9 @@ def assert_masked_matches_selected(
         config: The masked configuration (default: the ``"masked"`` preset).
         seed: Reset seed of both runs.
         atol: 0 for bitwise equality (counter-based draws on the CPU), else an absolute tolerance.
-        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
     reference = rollout(env_factory({"config": PRESETS["selected"]}), actions, seed)
-    candidate = rollout(env_factory({"config": _config(flags or config, "masked")}), actions, seed)
+    candidate = rollout(env_factory({"config": _config(config, "masked")}), actions, seed)
     _compare(reference, candidate, "masked vs selected", atol)
 
 
@@ -93,13 +86,8 @@ def assert_capture_matches_eager(
     graph: Literal["reset", "step"] = "reset",
     seed: int = 0,
     atol: float = 0.0,
-    cuda_graph_scope: Literal["reset", "step"] | None = None,
 ) -> None:
-    """Assert that the ``graph`` preset returns what the same configuration returns eagerly.
-
-    ``cuda_graph_scope`` is earlier releases' name of ``graph``, still accepted.
-    """
-    graph = cuda_graph_scope or graph
+    """Assert that the ``graph`` preset returns what the same configuration returns eagerly."""
     reference = rollout(env_factory({"config": PRESETS["masked_persistent"]}), actions, seed)
     captured_env = env_factory({"config": PRESETS["step_graph" if graph == "step" else "reset_graph"]})
     candidate = rollout(captured_env, actions, seed)
@@ -116,7 +104,6 @@ def assert_compiled_matches_uncompiled(
     backend: CompileBackend = "inductor",
     seed: int = 0,
     atol: float = 0.0,
-    flags: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assert that ``config`` compiled with ``backend`` returns what ``config`` returns as written, step for step.
 
@@ -131,9 +118,8 @@ def assert_compiled_matches_uncompiled(
         seed: Reset seed of both runs.
         atol: 0 for bitwise equality (the tracing backends), else an absolute tolerance (Inductor reorders
             float arithmetic).
-        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
-    as_written = _config(flags or config, "masked")
+    as_written = _config(config, "masked")
     reference = rollout(env_factory({"config": as_written}), actions, seed)
     env = env_factory({"config": dataclasses.replace(as_written, compile=backend)})
     candidate = rollout(env, actions, seed)
@@ -190,7 +176,6 @@ def assert_statistically_equivalent(
     seed: int = 0,
     alpha: float = 1e-3,
     min_episodes: int = 100,
-    flags: dict[str, Any] | None = None,
 ) -> EpisodeComparison:
     """Assert that a configuration's finished episodes are distributed like the selected-row path's.
 
@@ -206,12 +191,11 @@ def assert_statistically_equivalent(
         seed: Reset seed of both runs.
         alpha: Family-wise false-alarm rate of the four tests.
         min_episodes: Fewer finished episodes in either run is an error, not a pass.
-        flags: Earlier releases' form of ``config`` (wrapper keywords), still accepted.
     """
     import math
 
     reference = finished_episodes(env_factory({"config": PRESETS["selected"]}), actions, seed)
-    candidate = finished_episodes(env_factory({"config": _config(flags or config, "masked")}), actions, seed)
+    candidate = finished_episodes(env_factory({"config": _config(config, "masked")}), actions, seed)
     level = alpha / 4
     c_alpha = math.sqrt(-0.5 * math.log(level / 2))  # KS critical coefficient
     z_crit = _normal_quantile(1 - level / 2)

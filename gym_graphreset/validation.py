@@ -181,7 +181,7 @@ class ValidationLatch:
         verdicts are stacked as they are.
         """
         order = sorted(pending, key=self._slots.__getitem__)
-        names, messages = tuple(order), tuple(pending[n][2] for n in order)
+        names, messages = tuple(order), tuple([pending[n][2] for n in order])
         verdicts: list[torch.Tensor] = []
         summaries: list[torch.Tensor] = []
         columns: dict[int, list[int]] = {}  # rows -> positions of the per-row checks of that length

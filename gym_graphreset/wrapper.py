@@ -23,7 +23,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import LEGACY_FLAGS, PresetName, StepConfig, from_flags
+from gym_graphreset.config import PresetName, StepConfig, from_flags
 from gym_graphreset.executors import GraphFactory, Runner, StepInputs
 from gym_graphreset.failures import ClosedEnvironmentError, InterruptedStepError, interruption
 from gym_graphreset.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
@@ -378,12 +378,6 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             raise
         obs, reward, terminated, truncated, info = out
         return obs, reward, terminated, truncated, dict(info)
-
-    def __getattr__(self, name: str) -> Any:
-        """Earlier releases' mirrored flags (``env.masked_autoreset``...): read from :attr:`config`, deprecated."""
-        if name in LEGACY_FLAGS:
-            return getattr(self.config, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def close(self, **kwargs: Any) -> None:
         """Poll pending checks (raising a failure), then close the inner env; later calls are refused."""

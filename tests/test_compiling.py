@@ -19,8 +19,9 @@ import pytest
 import torch
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
-from gym_graphreset import PRESETS, AutoresetConfig, EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
+from gym_graphreset import PRESETS, EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.compiling import CompiledStep, CompileWarning, declared_boundaries, opaque
+from gym_graphreset.config import from_flags
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import assert_compiled_matches_uncompiled
 from tests.conftest import load_example, needs_cuda
@@ -183,7 +184,7 @@ def test_invalid_compile_configurations_are_refused(fields: dict[str, Any], matc
 def test_legacy_compile_keywords_are_refused_by_name(flags: dict[str, Any], match: str) -> None:
     """The old keywords still map (with a DeprecationWarning) and are still refused by name."""
     with pytest.raises(ValueError, match=match), pytest.warns(DeprecationWarning):
-        AutoresetConfig(**flags)
+        from_flags(None, flags)
 
 
 def _actions(space: gym.Space, steps: int, seed: int = 0) -> list[torch.Tensor]:

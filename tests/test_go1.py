@@ -81,7 +81,7 @@ def test_policy_is_noisy_and_critic_is_clean(env: FixedShapeAutoresetVectorEnv) 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Short episodes, pushes, resamples: both reset paths return identical bits at every step."""
-    assert_masked_matches_selected(_wrapped, _actions(14), flags=MODES[mode])
+    assert_masked_matches_selected(_wrapped, _actions(14), config=MODES[mode]["config"])
 
 
 def test_busy_config_pushes_and_resamples_within_a_rollout() -> None:
@@ -227,7 +227,9 @@ def test_compiled_step_matches_the_step_as_written() -> None:
     from gym_graphreset.compiling import declared_boundaries
     from gym_graphreset.testing import assert_compiled_matches_uncompiled
 
-    report = assert_compiled_matches_uncompiled(_wrapped, _actions(8), flags=MODES["masked"], backend="aot_eager")
+    report = assert_compiled_matches_uncompiled(
+        _wrapped, _actions(8), config=MODES["masked"]["config"], backend="aot_eager"
+    )
     assert report["ok"] and not report["graph_breaks"] and not report["recompiles"]
     assert set(report["declared_breaks"]) <= declared_boundaries()
 

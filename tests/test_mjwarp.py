@@ -116,7 +116,7 @@ def test_selected_and_masked_episode_statistics_agree_on_gpu(mode: str) -> None:
 
     gen = torch.Generator(device="cuda").manual_seed(0)
     actions = [torch.rand(2048, 3, device="cuda", generator=gen) * 2 - 1 for _ in range(200)]
-    report = assert_statistically_equivalent(factory, actions, flags=ALL_MODES[mode])
+    report = assert_statistically_equivalent(factory, actions, config=ALL_MODES[mode]["config"])
     print(f"\n{mode}: {report}")
 
 

@@ -76,11 +76,3 @@ def test_one_capability_function_for_step_capture_and_reset_selection() -> None:
     assert declares(_Overrides(), "step_capture")  # inherited as declared, as before
     assert declares(_Resetter(), "reset_selection") and not declares(_OverridesReset(), "reset_selection")
     assert not declares(_Stepper(), "reset_selection")
-
-
-@pytest.mark.parametrize("old", ["StepObserver", "InfoProvider", "CheckProvider", "CaptureParticipant"])
-def test_folded_contract_names_still_import_with_a_warning(old: str) -> None:
-    import gym_graphreset
-
-    with pytest.warns(DeprecationWarning, match=f"{old} is now part of"):
-        assert getattr(gym_graphreset, old) in (ResetTerm, GraphParticipant)

@@ -28,7 +28,7 @@ def _factory(flags):
 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
 def test_selected_and_masked_identical(actions, mode: str) -> None:
-    assert_masked_matches_selected(_factory, actions, flags=MODES[mode])
+    assert_masked_matches_selected(_factory, actions, config=MODES[mode]["config"])
 
 
 def test_features_are_real() -> None:

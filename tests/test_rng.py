@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gym_graphreset.rng import counter_normal, counter_uniform
+from gym_graphreset.rng import counter_normal, counter_uniform, hash_keys
 
 SEED = torch.tensor(1234)
 
@@ -49,6 +49,36 @@ def test_normal_moments_and_tails() -> None:
     frac_beyond_2sd = (n.abs() > 1.0).float().mean().item()
     assert abs(frac_beyond_2sd - 0.0455) < 0.003
     assert torch.isfinite(n).all()
+
+
+def _ref_hash(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
+    """lowbias32 keyed by (seed, stream, env, episode, draw), in Python's unbounded ints: the reference."""
+    mask = 0xFFFFFFFF
+
+    def mix(x: int) -> int:
+        x ^= x >> 16
+        x = (x * 0x7FEB352D) & mask
+        x ^= x >> 15
+        x = (x * 0x846CA68B) & mask
+        return x ^ (x >> 16)
+
+    def combine(h: int, v: int) -> int:
+        return mix(((h ^ (v & mask)) + 0x9E3779B9) & mask)
+
+    h = mix((seed & mask) ^ mix((seed >> 32) & mask) ^ stream)
+    return combine(combine(combine(h, env), episode), draw)
+
+
+@pytest.mark.parametrize("seed", [0, 1234, 2**40 + 7, 2**63 - 1])
+@pytest.mark.parametrize("stream", [0, 1000])
+def test_hash_matches_the_reference_bit_for_bit(seed: int, stream: int) -> None:
+    """The int64 tensor hash is lowbias32 exactly: any change to the arithmetic changes every draw."""
+    env_ids = torch.tensor([0, 1, 4095, 2**31 + 5])
+    episode = torch.tensor([-1, 0, 7, 2**33])  # -1: before the first reset
+    got = hash_keys(torch.tensor(seed), env_ids, episode, torch.arange(3), stream)
+    rows = zip(env_ids.tolist(), episode.tolist(), strict=True)
+    want = [[_ref_hash(seed, e, p, d, stream) for d in range(3)] for e, p in rows]
+    assert got.tolist() == want
 
 
 def test_seed_above_32_bits_matters() -> None:

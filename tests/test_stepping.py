@@ -166,6 +166,8 @@ class _BadInfo(ResetTerm):
             return {"x": torch.zeros(3)}
         if self.kind == "scalar":
             return {"x": {"y": torch.zeros(())}}
+        if self.kind == "shrinks":  # full width at first, narrow from the third read on
+            return {"x": torch.zeros(4 if self.calls < 3 else 2)}
         return {"x": torch.zeros(4)} if self.calls % 2 else {"y": torch.zeros(4)}  # keys change every read
 
 
@@ -174,6 +176,7 @@ class _BadInfo(ResetTerm):
     [
         ("narrow", "reset term 'bad': info()['x'] must be full width, shape (num_envs=4, ...), got (3,)"),
         ("scalar", "reset term 'bad': info()['x']['y'] must be full width, shape (num_envs=4, ...), got ()"),
+        ("shrinks", "reset term 'bad': info()['x'] must be full width, shape (num_envs=4, ...), got (2,)"),
         (
             "keys",
             "reset term 'bad': info() must return the same keys every step (fixed keys), returned ['x'] after ['y']",

@@ -27,7 +27,6 @@ from gym_graphreset import (
     fill_rows_,
     reset_selection_capable,
 )
-from gym_graphreset.config import from_flags
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.host_transitions import host_transition
 
@@ -345,27 +344,6 @@ def test_legacy_keywords_map_onto_the_preset_with_a_warning(preset: str) -> None
     with pytest.warns(DeprecationWarning, match="pass `config=` a preset name or a StepConfig"):
         env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **old, published_buffer_depth=3)
     assert env.config == StepConfig.preset(preset, published_buffer_depth=3)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("preset", ["selected", "masked", "masked_persistent", "reset_graph", "step_graph"])
-def test_legacy_names_read_with_a_warning_and_round_trip(preset: str) -> None:
-    """Old attribute reads (``config.persistent_step_buffers``, ``env.masked_autoreset``, ``flags()``) still
-    answer, with a DeprecationWarning, and ``flags()`` maps back to the same config."""
-    config = StepConfig.preset(preset, published_buffer_depth=3)  # type: ignore[arg-type]
-    with pytest.warns(DeprecationWarning, match="persistent_step_buffers"):
-        assert config.persistent_step_buffers is config.persistent_buffers
-    with pytest.warns(DeprecationWarning, match="flags"):
-        flags = config.flags()
-    assert flags["masked_autoreset"] is (config.reset_path == "masked")
-    assert flags["autoreset_cuda_graph"] is (config.graph is not None)
-    with pytest.warns(DeprecationWarning):
-        assert from_flags(None, flags) == config
-    if preset in ("selected", "masked", "masked_persistent"):
-        env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), config)
-        with pytest.warns(DeprecationWarning, match="masked_autoreset"):
-            assert env.masked_autoreset is (preset != "selected")
-        with pytest.raises(AttributeError, match="no attribute 'not_a_flag'"):
-            env.not_a_flag  # noqa: B018
 
 
 def test_runtime_keywords_and_presets_need_no_warning() -> None:

@@ -36,7 +36,7 @@ def test_paths_identical_through_the_wrappers(mode: str) -> None:
     def factory(flags):
         return FixedShapeAutoresetVectorEnv(_stack(), reset_terms={"ep": EpisodeStatistics()}, **flags)
 
-    assert_masked_matches_selected(factory, actions, flags=MODES[mode])
+    assert_masked_matches_selected(factory, actions, config=MODES[mode]["config"])
 
 
 def test_normalize_observation_standardises_and_reaches_final_obs() -> None:
@@ -143,7 +143,7 @@ def test_reward_and_observation_transforms_on_every_path() -> None:
         return FixedShapeAutoresetVectorEnv(stack(), reset_terms={"ep": EpisodeStatistics()}, **flags)
 
     for mode in ("masked", "masked_persistent"):
-        assert_masked_matches_selected(factory, actions, flags=MODES[mode])
+        assert_masked_matches_selected(factory, actions, config=MODES[mode]["config"])
 
 
 @pytest.mark.parametrize(
