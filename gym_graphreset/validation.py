@@ -222,12 +222,14 @@ class ValidationLatch:
                 f"{ok.dtype} {tuple(ok.shape)} and {len(messages)} message(s)"
             )
         ok = ok.to(self.device)
-        rows = self._no_rows if ok.dim() == 1 else None  # a 0-dim verdict without rows, or a per-row column
-        checks: PendingChecks = {n: (ok[..., i], rows, m) for i, (n, m) in enumerate(zip(names, messages, strict=True))}
-        for name, (verdict, rows, message) in checks.items():
+        summary = self._no_rows if ok.dim() == 1 else None  # a 0-dim verdict without rows, or a per-row column
+        checks: PendingChecks = {
+            n: (ok[..., i], summary, m) for i, (n, m) in enumerate(zip(names, messages, strict=True))
+        }
+        for name, (verdict, _, message) in checks.items():
             self.slot(name, message)
             if self._batch is not None:
-                self._defer(verdict, rows, name, message)
+                self._defer(verdict, summary, name, message)
         if self._batch is None:
             self._latch_pending(checks)
 

@@ -116,6 +116,21 @@ def test_fall_terminates_and_time_out_truncates() -> None:
     assert truncated[1:].all() and not truncated[0] and not terminated.any()
 
 
+def test_non_finite_state_is_latched_with_its_world() -> None:
+    """Go1's own step records the finite state as the base env's does: a NaN world is named by the check."""
+    from gym_graphreset import DeferredValidationError
+
+    env = _wrapped(MODES["masked"])
+    inner = env.env
+    env.reset(seed=0)
+    qpos, qvel = inner.state()
+    qvel[2, 6] = float("nan")
+    inner.set_state(qpos, qvel)
+    env.step(torch.zeros(N, 12))
+    with pytest.raises(DeferredValidationError, match=r"mjwarp_finite_state: .*\(first failed at step 0, row 2\)"):
+        env.poll_finite_validation()
+
+
 def test_commands_resample_on_their_timer(env: FixedShapeAutoresetVectorEnv) -> None:
     """Rows whose timer runs out draw a new command and a new 3-8 s timer; the others count down."""
     inner = env.env

@@ -290,7 +290,7 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             self.runtime.run("physics", self._physics_body)
             self.elapsed.add_(1)
             self.common_step.add_(1)
-            self.overflow_seen.bitwise_or_(self.overflow)
+            self.checks.record(self.qpos, self.qvel)
             terms = self._reward_terms()
             reward = terms.sum(dim=1)
             gravity = T.projected_gravity(self.qpos[:, 3:7])

@@ -26,13 +26,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs import mjwarp_checks
+from gym_graphreset.envs.mjwarp_checks import WorldChecks
 from gym_graphreset.envs.mjwarp_checks import healthy_range as healthy_range
 from gym_graphreset.envs.warp_runtime import WarpRuntime
 from gym_graphreset.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.protocols import CheckSink
 from gym_graphreset.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.selection import options_reset_mask, resolve_reset_mask
-from gym_graphreset.validation import finite_rows
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
@@ -77,9 +77,12 @@ class MJWarpVectorEnv(VectorEnv):
         cinert: ``(nworld, nbody, 10)``; ``cvel``: ``(nworld, nbody, 6)``; ``cfrc_ext``: ``(nworld, nbody, 6)``.
         qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
         overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
-        overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (a reset clears ``overflow``).
+        checks: The :class:`~gym_graphreset.envs.mjwarp_checks.WorldChecks` a step records (subclasses that
+            override :meth:`step` call ``checks.record(qpos, qvel)`` after the physics) and
+            :meth:`add_checks` latches.
+        overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (``checks.seen``).
         state_finite: ``(nworld,)`` bool, whether each world's qpos and qvel were finite after the last
-            step's physics (the ``mjwarp_finite_state`` check, and tasks' healthy tests, read it).
+            step's physics (``checks.state_finite``; tasks' healthy tests read it too).
         elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
         keys: The counter-RNG keys (:class:`~gym_graphreset.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
             ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
@@ -182,14 +185,9 @@ class MJWarpVectorEnv(VectorEnv):
         self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
         self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
         self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
-        self.overflow_seen = torch.zeros(num_envs, dtype=self.overflow.dtype, device=dev)
-        self.state_finite = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        self.checks = WorldChecks(self.overflow)
+        self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
-        self._overflow_bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=self.overflow.dtype, device=dev)
-        self._overflow_names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
-        self._overflow_messages = tuple(
-            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
-        )
         with self._on_stream():
             self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
 
@@ -344,23 +342,15 @@ class MJWarpVectorEnv(VectorEnv):
             after = self._progress()
             self._progress_buf.copy_(after)
             self.elapsed.add_(1)
-            self.overflow_seen.bitwise_or_(self.overflow)
-            torch.logical_and(finite_rows(self.qpos), finite_rows(self.qvel), out=self.state_finite)
+            self.checks.record(self.qpos, self.qvel)
             obs = self._observe()
             reward, terminated = self._reward_terminated(before, after, action)
             truncated = self.elapsed >= self.max_episode_steps
         return obs, reward, terminated, truncated, {}
 
     def add_checks(self, latch: CheckSink) -> None:
-        """Latch the overflow bits and the finite state of the last step (before its reset); no host read.
-
-        All overflow bits are latched in one vectorised write, each under its own name
-        (``mjwarp_overflow[BROADPHASE]``...).
-        """
-        clear = (self.overflow_seen.unsqueeze(1) & self._overflow_bits) == 0  # (worlds, bits): per row
-        latch.require_many(clear, self._overflow_names, self._overflow_messages)
-        latch.require(self.state_finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
-        self.overflow_seen.zero_()
+        """Latch the overflow bits and the finite state of the last step (before its reset); no host read."""
+        self.checks.add_checks(latch)
 
     def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:
         """Set qpos/qvel of the given worlds (all by default) and refresh derived quantities."""

@@ -1,9 +1,11 @@
 """Checks on the state of MuJoCo Warp worlds: what invalidates physics, and what ends a healthy episode.
 
 :data:`OVERFLOW_CHECKS` names every overflow bit of ``d.overflow`` (MuJoCo Warp's public ``OverflowType``)
-that invalidates a world's physics; :class:`~gym_graphreset.envs.mjwarp.MJWarpVectorEnv` latches each as a
-named check (``mjwarp_overflow[BROADPHASE]``...). :func:`healthy_range` is the bounds test the locomotion
-tasks terminate on. Both are re-exported by :mod:`gym_graphreset.envs.mjwarp`.
+that invalidates a world's physics; :class:`WorldChecks` records them and the finite state after each
+step's physics and latches them (``mjwarp_overflow[BROADPHASE]``..., ``mjwarp_finite_state``) for
+:class:`~gym_graphreset.envs.mjwarp.MJWarpVectorEnv`. :func:`healthy_range` is the bounds test the
+locomotion tasks terminate on. ``OVERFLOW_CHECKS`` and ``healthy_range`` are re-exported by
+:mod:`gym_graphreset.envs.mjwarp`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import math
 
 import torch
 
-__all__ = ["OVERFLOW_CHECKS", "healthy_range"]
+from gym_graphreset.protocols import CheckSink
+from gym_graphreset.validation import finite_rows
+
+__all__ = ["OVERFLOW_CHECKS", "WorldChecks", "healthy_range"]
 
 # Overflow bits that invalidate physics, from mujoco_warp's public OverflowType (ITERATIONS and
 # LS_ITERATIONS only warn about convergence). Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
@@ -29,6 +34,44 @@ def _overflow_checks() -> dict[str, int]:
 
 OVERFLOW_CHECKS: dict[str, int] = _overflow_checks()
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
+
+
+class WorldChecks:
+    """What a step leaves to check in every world: the overflow bits it raised, and whether its state is finite.
+
+    :meth:`record` runs right after each step's physics (a reset clears ``d.overflow``, so the bits are
+    ORed into :attr:`seen` first); :meth:`add_checks` latches them with no host read.
+
+    Args:
+        overflow: ``(nworld,)`` int, the torch view of ``d.overflow``.
+
+    Attributes:
+        seen: ``(nworld,)`` int, the overflow bits ORed since the last check.
+        state_finite: ``(nworld,)`` bool, whether qpos and qvel were finite after the last recorded step.
+    """
+
+    def __init__(self, overflow: torch.Tensor) -> None:
+        n, dev = overflow.shape[0], overflow.device
+        self.overflow = overflow
+        self.seen = torch.zeros(n, dtype=overflow.dtype, device=dev)
+        self.state_finite = torch.ones(n, dtype=torch.bool, device=dev)
+        self._bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=overflow.dtype, device=dev)
+        self._names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
+        self._messages = tuple(
+            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
+        )
+
+    def record(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
+        """After a step's physics: keep its overflow bits and whether each world's state is finite."""
+        self.seen.bitwise_or_(self.overflow)
+        torch.logical_and(finite_rows(qpos), finite_rows(qvel), out=self.state_finite)
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """Latch every overflow bit (one per-row write, each under its own name) and the finite state."""
+        clear = (self.seen.unsqueeze(1) & self._bits) == 0  # (worlds, bits): per row
+        latch.require_many(clear, self._names, self._messages)
+        latch.require(self.state_finite, "mjwarp_finite_state", "non-finite qpos/qvel in the physics state")
+        self.seen.zero_()
 
 
 def healthy_range(x: torch.Tensor, low: float, high: float) -> torch.Tensor:
