@@ -560,6 +560,7 @@ def train(args: Args) -> dict[str, list[float]]:
     if distributed:
         import torch.distributed as dist
 
+        dist.barrier()  # every rank is done with gloo before any tears it down (an early exit can abort a peer)
         dist.destroy_process_group()
     parts = split.summary()
     curve["is_main"] = [float(is_main)]
