@@ -18,8 +18,8 @@ import mujoco
 import numpy as np
 import torch
 
-from gym_graphreset.envs.mujoco_base import gymnasium_asset
-from gym_graphreset.envs.mujoco_tasks import AntEnv
+from gym_graphreset.envs.gym_mujoco.base import gymnasium_asset
+from gym_graphreset.envs.gym_mujoco.tasks import AntEnv
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,7 @@ from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
     modes="selected,step graph,step graph+compile"
     heavy=(python3 -m gym_graphreset bench --no-progress --env-id gym_graphreset/ResetHeavyHalfCheetah-v0 --steps 200)
     timeout 240 "${heavy[@]}" --num-envs 4096 --modes "$modes" --out "$OUT/reset-heavy-4096" 2>&1 | tee -a "$OUT/bench-compile.log"
-    timeout 200 python3 -m pytest tests/test_compiling.py -m cuda -q -s -p no:cacheprovider -p no:logging 2>&1 \
+    timeout 200 python3 -m pytest tests/capture/test_compiling.py -m cuda -q -s -p no:cacheprovider -p no:logging 2>&1 \
       | grep -v "^Module\|^Warp\|^   \|settotalmass" | tee "$OUT/compile-tests.log"
     timeout 200 "${heavy[@]}" --num-envs 512 --modes "$modes" --out "$OUT/reset-heavy-512" 2>&1 | tee -a "$OUT/bench-compile.log"
     timeout 200 "${heavy[@]}" --num-envs 16384 --modes "$modes" --out "$OUT/reset-heavy-16384" 2>&1 | tee -a "$OUT/bench-compile.log"
@@ -52,8 +52,8 @@ from gym_graphreset.cli import main; raise SystemExit(main(sys.argv[1:]))' \
     python3 examples/ppo_continuous.py --env-id gym_graphreset/Ant-v5 --num-envs 4096 --device cuda \
       --time-limit-s 200 --out "$OUT" 2>&1 | tr '\r' '\n' | grep -v "^Module" | tail -4 | tee -a "$OUT/ppo.log" ;;
   trainers)  # the adapters' CUDA tests (step_graph); needs the trainers kit on PYTHONPATH (benchmarks/gpu/make-trainers-kit.sh)
-    python3 -m pytest -m cuda tests/test_rsl_rl.py tests/test_skrl.py tests/test_buffers.py tests/test_cleanrl.py \
-      tests/test_sb3.py tests/test_torchrl.py -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/trainers-cuda-tests.log" ;;
+    python3 -m pytest -m cuda tests/integrations/test_rsl_rl.py tests/integrations/test_skrl.py tests/core/test_buffers.py tests/integrations/test_cleanrl.py \
+      tests/integrations/test_sb3.py tests/integrations/test_torchrl.py -q -rs -p no:cacheprovider 2>&1 | tee "$OUT/trainers-cuda-tests.log" ;;
   rsl_rl)  # rsl_rl's OnPolicyRunner on Ant-v5 x4096 through the adapter, whole-step graph, 200 s of training
     python3 benchmarks/gpu/rsl_rl_ant.py --seconds 200 --out "$OUT/rsl_rl_ant.json" 2>&1 | tr '\r' '\n' \
       | grep -v "^Module\|^Actor\|^Critic" | tail -6 | tee "$OUT/rsl_rl_ant.log" ;;

@@ -20,8 +20,8 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import PRESETS, EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.bench import sample_actions
-from gym_graphreset.plotting import plot_soak
+from gym_graphreset.bench.plotting import plot_soak
+from gym_graphreset.bench.runner import sample_actions
 
 
 def main(argv: list[str] | None = None) -> int:

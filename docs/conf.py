@@ -86,7 +86,7 @@ def _resolve_reexport(
     """Link a name as users write it to where it is documented.
 
     ``gym_graphreset.ResetSelection`` (a re-export) and a bare ``ResetSelection`` in a module that imports it
-    both resolve to ``gym_graphreset.selection.ResetSelection``, the one place autodoc documents it.
+    both resolve to ``gym_graphreset.core.selection.ResetSelection``, the one place autodoc documents it.
     """
     if node.get("refdomain") != "py":
         return None

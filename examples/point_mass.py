@@ -1,9 +1,9 @@
 """Bring your own env: a batched torch env and a reset term, written against the library's protocols.
 
 ``PointMassVectorEnv`` is a 2-D point mass pushed towards a goal, every world stepped at once in torch.
-It meets :class:`~gym_graphreset.protocols.TorchVectorEnv`; it takes a ``ResetSelection``
+It meets :class:`~gym_graphreset.core.protocols.TorchVectorEnv`; it takes a ``ResetSelection``
 (``supports_reset_selection``), steps without host reads (``supports_step_capture``), draws its resets
-with the counter-based :mod:`gym_graphreset.rng` (so masked and selected-row paths agree bit for bit),
+with the counter-based :mod:`gym_graphreset.core.rng` (so masked and selected-row paths agree bit for bit),
 and adds its own device-side check (``add_checks`` with a :class:`~gym_graphreset.CheckSink`).
 
 ``ActionHistory`` is a reset term (a :class:`~gym_graphreset.ResetTerm`) that sees every step's actions

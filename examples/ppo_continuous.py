@@ -50,9 +50,9 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.bench.plotting import plot_curves
 from gym_graphreset.distributed import init_distributed, rank_info
 from gym_graphreset.integrations.common import RewardTermLog
-from gym_graphreset.plotting import plot_curves
 
 
 # ----------------------------------------------------------------------------------------- config
@@ -582,10 +582,10 @@ def render_policy(
 ) -> None:
     """World 0 under the trained policy's mean action for ``--render-steps`` steps, as a real-time GIF.
 
-    Rendered on the CPU by :mod:`gym_graphreset.rendering`; a missing OpenGL backend or Pillow skips it with
+    Rendered on the CPU by :mod:`gym_graphreset.envs.mjwarp.rendering`; a missing OpenGL backend or Pillow skips it with
     a one-line notice (the training's results are already saved).
     """
-    from gym_graphreset.rendering import RenderUnavailable, render_frames, save_gif
+    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, render_frames, save_gif
 
     def mean_action(obs: Any) -> torch.Tensor:
         return agent.actor(agent._heads(agent.norm(flat_obs(obs)))[0]).clamp(low, high)
@@ -607,10 +607,10 @@ def _stem(args: Args) -> str:
 def save_json(curve: dict[str, list[float]], args: Args) -> Path:
     """The curve so far and the run's settings as ``<out>/<stem>.json``; rewritten at every log line.
 
-    ``"rows"`` is the training-curve format of :func:`gym_graphreset.plotting.load_training_curve` (one row
+    ``"rows"`` is the training-curve format of :func:`gym_graphreset.bench.plotting.load_training_curve` (one row
     per log line: ``wall_s`` from the first reset, ``env_steps``, ``track_lin_vel``, ``track_ang_vel``,
     ``episode_length``, ``mean_return``; the tracking terms are ``null`` for tasks without them), so
-    :func:`~gym_graphreset.plotting.plot_training_curves` draws it next to mjlab's run; ``"curve"`` has the
+    :func:`~gym_graphreset.bench.plotting.plot_training_curves` draws it next to mjlab's run; ``"curve"`` has the
     same values as lists, every reward term included.
     """
     import json

@@ -4,14 +4,16 @@ Importing registers the ``gym_graphreset/...`` env ids with Gymnasium and does n
 initialisation, no global config changes).
 """
 
+from gym_graphreset import _moved
 from gym_graphreset import registration as _registration
-from gym_graphreset.buffers import PublicationRing
-from gym_graphreset.config import PRESETS, StepConfig
-from gym_graphreset.graph import AutoresetGraph, CaptureReport, StaleGraphError
-from gym_graphreset.host_transitions import HostTransitions, host_transition
-from gym_graphreset.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
-from gym_graphreset.rng import EpisodeKeys, counter_uniform
-from gym_graphreset.selection import (
+from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, StaleGraphError
+from gym_graphreset.capture.host_transitions import HostTransitions, host_transition
+from gym_graphreset.core.autoreset_env import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv, InterruptedStepError
+from gym_graphreset.core.buffers import PublicationRing
+from gym_graphreset.core.config import PRESETS, StepConfig
+from gym_graphreset.core.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
+from gym_graphreset.core.rng import EpisodeKeys, counter_uniform
+from gym_graphreset.core.selection import (
     ResetSelection,
     ResetSelectionUnsupportedError,
     assign_rows_,
@@ -21,9 +23,8 @@ from gym_graphreset.selection import (
     resolve_reset_mask,
     supports_reset_selection,
 )
-from gym_graphreset.terms import EpisodeStatistics
-from gym_graphreset.validation import DeferredValidationError
-from gym_graphreset.wrapper import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv, InterruptedStepError
+from gym_graphreset.core.terms import EpisodeStatistics
+from gym_graphreset.core.validation import DeferredValidationError
 
 __version__ = "0.1.0"
 
@@ -60,4 +61,5 @@ __all__ = [
     "supports_reset_selection",
 ]
 
+_moved.install()
 _registration.register_envs()

@@ -11,9 +11,9 @@ from typing import Any, cast
 import gymnasium as gym
 import torch
 
-from gym_graphreset.bench import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
-from gym_graphreset.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
-from gym_graphreset.plotting import plot_peer_comparison, plot_results
+from gym_graphreset.bench.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
+from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
+from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 def _envpool_baseline(env_id: str, num_envs: list[int], steps: int) -> list[Any]:
     """EnvPool's sweep on the same task, or nothing (with a one-line notice) when the extra is missing."""
     try:
-        from gym_graphreset.baselines import best_envpool, envpool_task
+        from gym_graphreset.bench.baselines import best_envpool, envpool_task
 
         task = envpool_task(env_id)
         print(f"timing EnvPool {task} over num_envs {num_envs} x batch_size {{n, n/2}} ...")
@@ -211,7 +211,7 @@ def _measure(
             elif peer.reason == "missing":
                 break
     if args.async_baseline:
-        from gym_graphreset.bench import measure_gymnasium_async
+        from gym_graphreset.bench.runner import measure_gymnasium_async
 
         for n in (int(k) for k in args.async_envs.split(",")):
             print(f"timing {args.async_baseline} in AsyncVectorEnv with {n} processes ...")

@@ -17,7 +17,7 @@ def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
 
 def _make_task(task: str) -> Any:
     def make(num_envs: int = 1, **kwargs: Any) -> Any:
-        from gym_graphreset.envs.mujoco_tasks import TASKS
+        from gym_graphreset.envs.gym_mujoco.tasks import TASKS
 
         return TASKS[task](num_envs, **kwargs)
 
@@ -40,7 +40,7 @@ MUJOCO_TASKS = (
 
 
 def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.reset_heavy import ResetHeavyHalfCheetahEnv
+    from gym_graphreset.envs.gym_mujoco.reset_heavy import ResetHeavyHalfCheetahEnv
 
     return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
 

@@ -20,10 +20,10 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.inputs import check_real, env_device
-from gym_graphreset.protocols import CheckSink
-from gym_graphreset.selection import options_reset_mask
-from gym_graphreset.validation import finite_rows
+from gym_graphreset.core.inputs import check_real, env_device
+from gym_graphreset.core.protocols import CheckSink
+from gym_graphreset.core.selection import options_reset_mask
+from gym_graphreset.core.validation import finite_rows
 
 __all__ = [
     "ClipAction",

@@ -17,8 +17,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, StepConfig, resolve_reset_mask
+from gym_graphreset.core.rng import counter_normal
 from gym_graphreset.envs import CartPoleVectorEnv
-from gym_graphreset.rng import counter_normal
 
 CUDA = torch.cuda.is_available()
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # one xdist worker per core: torch's threads share them

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import EXAMPLES, load_example
+from tests.conftest import EXAMPLES, load_example
 
 _load = load_example
 
@@ -111,7 +111,7 @@ def _actions(n: int, steps: int, device: str = "cpu", scale: float = 1.0) -> lis
 @pytest.mark.parametrize("mode", CPU_PRESETS)
 def test_point_mass_masked_matches_selected(point_mass, mode: str) -> None:
     """Every returned tensor, the term's every-step info and the episode stats included, bit for bit."""
-    from gym_graphreset.config import PRESETS
+    from gym_graphreset.core.config import PRESETS
     from gym_graphreset.testing import assert_masked_matches_selected
 
     def factory(flags):

@@ -14,8 +14,7 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import assert_masked_matches_selected
 from gym_graphreset.wrappers import ClipAction, ClipObservation, NormalizeObservation, NormalizeReward, RescaleAction
-
-from .conftest import MODES, scripted_env
+from tests.conftest import MODES, scripted_env
 
 
 def _stack(n: int = 6, steps: int = 80):

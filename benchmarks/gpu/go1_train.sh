@@ -22,7 +22,7 @@ python3 - "$OUT/ppo-Go1-Velocity-Flat-v0-$NUM_ENVS.json" "$MJLAB_JSON" "$OUT/go1
 import sys
 from pathlib import Path
 
-from gym_graphreset.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
+from gym_graphreset.bench.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
 
 ours, mjlab, png = (Path(a) for a in sys.argv[1:])
 runs = {"gym_graphreset": ours}

@@ -59,7 +59,7 @@ for v in "${variants[@]}"; do
   pids+=("$!:$label")
 done
 if ((peer)); then
-  PYTHONPATH=$MJ_PYTHONPATH timeout 150 "$MJ_PYTHON" gym_graphreset/peers/mjlab_runner.py --num-envs 64 --steps 2 \
+  PYTHONPATH=$MJ_PYTHONPATH timeout 150 "$MJ_PYTHON" gym_graphreset/bench/peers/mjlab_runner.py --num-envs 64 --steps 2 \
     --warmup 2 --device "$MJ_DEVICE" >"$WORK/prewarm-mjlab.log" 2>&1
   log "mjlab prewarm: exit status $? ($(tail -1 "$WORK/prewarm-mjlab.log" | cut -c1-160))"
 fi
@@ -72,8 +72,8 @@ peer_at() {  # size, timeout (s): the mjlab runner in its own interpreter, saved
   python3 - "$1" "$2" "$WORK/x$1/mjlab.json" <<'EOF'
 import os, sys
 from pathlib import Path
-from gym_graphreset.bench import ModeResult, save_json
-from gym_graphreset.peers.compare import PeerConfig, run_peer
+from gym_graphreset.bench.runner import ModeResult, save_json
+from gym_graphreset.bench.peers.compare import PeerConfig, run_peer
 n, limit, path = int(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3])
 config = PeerConfig(
     python=os.environ["MJ_PYTHON"], pythonpath=os.environ["MJ_PYTHONPATH"], device=os.environ["MJ_DEVICE"],
@@ -111,9 +111,9 @@ python3 - "$WORK" "$OUT" "$ENV_ID" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
 from dataclasses import asdict
 from pathlib import Path
-from gym_graphreset.bench import env_versions
-from gym_graphreset.peers.compare import comparison_table, load_results
-from gym_graphreset.plotting import plot_peer_comparison
+from gym_graphreset.bench.runner import env_versions
+from gym_graphreset.bench.peers.compare import comparison_table, load_results
+from gym_graphreset.bench.plotting import plot_peer_comparison
 work, out, env_id = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 paths = sorted(work.glob("x*/**/*.json"), key=lambda p: (int(p.relative_to(work).parts[0][1:]), str(p)))
 results = load_results(paths)

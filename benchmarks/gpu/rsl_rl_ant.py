@@ -33,8 +33,8 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.bench.plotting import import_pyplot, save_figure
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
-from gym_graphreset.plotting import import_pyplot, save_figure
 
 
 def train_cfg(num_steps: int, stock: bool) -> dict[str, Any]:

@@ -14,7 +14,7 @@ The env side is the library's: the task under the whole-step CUDA graph (``--pre
 :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` (``--stock``: rsl_rl's ``OnPolicyRunner`` and ``PPO``).
 
 The JSON (``<out>/<name>``, rewritten after every iteration) has the rows of ``benchmarks/gpu/mjlab_train.py``
-(:func:`gym_graphreset.plotting.load_training_curve`): ``wall_s`` since the training loop started (as for
+(:func:`gym_graphreset.bench.plotting.load_training_curve`): ``wall_s`` since the training loop started (as for
 mjlab, the env is built, its kernels compiled and its step captured before it: ``setup_s``), ``env_steps``,
 ``track_lin_vel`` / ``track_ang_vel`` (mjlab's ``Episode_Reward/track_linear_velocity`` /
 ``track_angular_velocity``: the weighted, dt-scaled episode sum over the maximum episode length in seconds,
@@ -43,10 +43,10 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.bench import env_versions
+from gym_graphreset.bench.plotting import plot_training_curves
+from gym_graphreset.bench.runner import env_versions
 from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
-from gym_graphreset.plotting import plot_training_curves
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 

@@ -3,7 +3,7 @@
     python docs/tools/figures.py
 
 Each benchmark JSON (``{"versions": ..., "results": [ModeResult fields, ...]}``) becomes one figure of
-``gym_graphreset.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve
+``gym_graphreset.bench.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve
 figure, and the soak run's windows one line.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gym_graphreset.bench import ModeResult
-from gym_graphreset.plotting import plot_curves, plot_results, plot_soak
+from gym_graphreset.bench.plotting import plot_curves, plot_results, plot_soak
+from gym_graphreset.bench.runner import ModeResult
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import FixedShapeAutoresetVectorEnv
-from gym_graphreset.rendering import render_frames, save_gif
+from gym_graphreset.envs.mjwarp.rendering import render_frames, save_gif
 
 
 def main() -> None:

@@ -15,9 +15,9 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.inputs import check_device, check_env_counts
-from gym_graphreset.rng import EpisodeKeys, counter_uniform
-from gym_graphreset.selection import options_reset_mask
+from gym_graphreset.core.inputs import check_device, check_env_counts
+from gym_graphreset.core.rng import EpisodeKeys, counter_uniform
+from gym_graphreset.core.selection import options_reset_mask
 
 __all__ = ["CartPoleVectorEnv"]
 

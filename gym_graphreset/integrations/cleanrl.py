@@ -13,9 +13,9 @@ from __future__ import annotations
 import gymnasium as gym
 import torch
 
-from gym_graphreset.config import PresetName
-from gym_graphreset.terms import EpisodeStatistics
-from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.config import PresetName
+from gym_graphreset.core.terms import EpisodeStatistics
 from gym_graphreset.wrappers import ClipAction, ClipObservation, ClipReward, NormalizeObservation, NormalizeReward
 
 __all__ = ["make_envs"]

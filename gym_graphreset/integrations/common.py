@@ -12,8 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.inputs import env_device
-from gym_graphreset.wrapper import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.inputs import env_device
 
 __all__ = ["EpisodeClock", "EpisodeLog", "RewardTermLog", "check_same_step", "episode_clock", "observation_groups"]
 

@@ -35,7 +35,7 @@ from rsl_rl.runners import OnPolicyRunner
 from rsl_rl.utils.logger import Logger
 from tensordict import TensorDict
 
-from gym_graphreset.inputs import env_device
+from gym_graphreset.core.inputs import env_device
 from gym_graphreset.integrations.common import EpisodeLog, check_same_step, episode_clock, observation_groups
 
 __all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner"]

@@ -28,7 +28,7 @@ import torch
 from gymnasium.vector import AutoresetMode, VectorEnv
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
-from gym_graphreset.inputs import env_device
+from gym_graphreset.core.inputs import env_device
 
 __all__ = ["SB3VecEnv"]
 

@@ -34,7 +34,7 @@ from skrl.envs.wrappers.torch.base import Wrapper
 from skrl.memories.torch import RandomMemory
 from skrl.utils.model_instantiators.torch import deterministic_model, gaussian_model
 
-from gym_graphreset.inputs import env_device
+from gym_graphreset.core.inputs import env_device
 from gym_graphreset.integrations.common import EpisodeLog, check_same_step, observation_groups
 
 __all__ = ["FinalObsPPO", "SkrlEnv", "ppo_agent"]

@@ -19,8 +19,8 @@ import gymnasium as gym
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.buffers import tree_map
-from gym_graphreset.inputs import env_device
+from gym_graphreset.core.buffers import tree_map
+from gym_graphreset.core.inputs import env_device
 
 __all__ = ["PublishedCopies", "torchrl_env"]
 

@@ -1,0 +1,258 @@
+"""GPU peers measured on the same machine in their own interpreter: mjlab (MuJoCo Warp + torch managers).
+
+mjlab pins its own mujoco / mujoco-warp, so it cannot be imported next to this library. :func:`run_peer`
+runs a standalone runner script (``mjlab_runner.py``, next to this module) with the peer's Python, one
+process per size under a timeout, and parses the single JSON line it prints into a
+:class:`~gym_graphreset.bench.results.ModeResult` (``mode="mjlab"``; its own physics time, step/physics ratio and
+versions in ``extra``). A peer that is missing, times out or crashes gives a one-line notice and a
+:class:`PeerSkipped`, never an exception: the rest of the benchmark keeps its numbers.
+
+:func:`comparison_table` sets each size's fastest mode of ours (per model variant) against the peer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gym_graphreset.bench.runner import MODES, ModeResult, PhysicsStates
+
+__all__ = [
+    "PEERS",
+    "PeerConfig",
+    "PeerSkipped",
+    "Variant",
+    "best_ours",
+    "comparison_table",
+    "load_results",
+    "parse_peer_output",
+    "parse_variant",
+    "run_peer",
+    "runner_path",
+    "same_model",
+]
+
+PeerName = Literal["mjlab"]
+PEERS: dict[str, str] = {"mjlab": "Mjlab-Velocity-Flat-Unitree-Go1"}
+"""Known peers -> the task each runs by default."""
+EXIT_MISSING = 3
+"""The runner's exit status when the peer is not importable in its interpreter."""
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    """How to run a peer: which interpreter, with which ``PYTHONPATH``, on which task, for how long."""
+
+    name: PeerName = "mjlab"
+    python: str = sys.executable
+    pythonpath: str | None = None
+    task: str | None = None
+    device: str = "cuda:0"
+    timeout_s: float = 300.0
+    physics_states: PhysicsStates = "step"
+    """The states its own physics is timed on (as :func:`gym_graphreset.bench.runner.measure_bare_physics`)."""
+
+    def __post_init__(self) -> None:
+        if self.name not in PEERS:
+            raise ValueError(f"`name` must be one of {sorted(PEERS)}, got {self.name!r}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"`timeout_s` must be > 0, got {self.timeout_s}")
+        if self.physics_states not in ("step", "free"):
+            raise ValueError(f"`physics_states` must be 'step' or 'free', got {self.physics_states!r}")
+
+
+@dataclass(frozen=True)
+class PeerSkipped:
+    """Why a peer gave no result at one size (its one-line notice has been printed)."""
+
+    reason: Literal["missing", "timeout", "failed"]
+    message: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A model variant of our env: a label and the keyword arguments its constructor gets."""
+
+    label: str
+    kwargs: dict[str, str] = field(default_factory=dict)
+
+
+def parse_variant(text: str) -> Variant:
+    """``LABEL`` or ``LABEL:key=value[,key=value...]`` -> :class:`Variant` (e.g. ``mjlab-go1:model_xml=go1.xml``).
+
+    Raises:
+        ValueError: an empty label, or an item that is not ``key=value`` with a non-empty key.
+    """
+    label, _, rest = text.partition(":")
+    if not label.strip():
+        raise ValueError(f"`--variant` needs a label before ':', got {text!r} (expected LABEL[:key=value,...])")
+    kwargs: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"`--variant` items must be key=value, got {item!r} in {text!r}")
+        kwargs[key.strip()] = value.strip()
+    return Variant(label.strip(), kwargs)
+
+
+def runner_path(name: PeerName = "mjlab") -> Path:
+    """The standalone runner script of a peer (run by path with the peer's interpreter)."""
+    return Path(__file__).with_name(f"{name}_runner.py")
+
+
+def parse_peer_output(stdout: str, name: str = "mjlab") -> dict[str, Any] | None:
+    """The last line of ``stdout`` that is a JSON object with ``"peer": name`` (peers print much else first)."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("peer") == name:
+            return record
+    return None
+
+
+def _to_result(record: dict[str, Any]) -> ModeResult:
+    """A runner's record -> a ModeResult (``mode`` is the peer's name; the rest goes to ``extra``)."""
+    main = ("num_envs", "device", "steps", "ms_per_step", "env_steps_per_s", "host_syncs_per_step", "peak_gpu_mem_mb")
+    missing = [k for k in (*main, "task", "physics_ms") if k not in record]
+    if missing:
+        raise ValueError(f"the peer's JSON line lacks {missing}: {record}")
+    extra = {k: v for k, v in record.items() if k not in (*main, "peer", "task")}
+    extra["engine"] = record["peer"]
+    return ModeResult(
+        mode=record["peer"],
+        env_id=record["task"],
+        num_envs=int(record["num_envs"]),
+        device=str(record["device"]),
+        steps=int(record["steps"]),
+        ms_per_step=float(record["ms_per_step"]),
+        env_steps_per_s=float(record["env_steps_per_s"]),
+        host_syncs_per_step=record["host_syncs_per_step"],
+        peak_gpu_mem_mb=record["peak_gpu_mem_mb"],
+        extra=extra,
+    )
+
+
+def _skip(config: PeerConfig, reason: Literal["missing", "timeout", "failed"], text: str) -> PeerSkipped:
+    message = f"{config.name} peer: {text}: skipped"
+    print(message)
+    return PeerSkipped(reason, message)
+
+
+def run_peer(
+    config: PeerConfig, num_envs: int, *, steps: int, warmup: int, runner: Path | None = None
+) -> ModeResult | PeerSkipped:
+    """Run the peer's runner at ``num_envs`` in its own interpreter: its result, or why not (after a notice).
+
+    ``missing`` (no interpreter, or the peer is not importable in it) holds for every size, so callers stop
+    there; ``timeout`` and ``failed`` concern this size only.
+
+    ``runner`` replaces the peer's runner script (tests pass a fake one). ``PYTHONPATH`` is
+    ``config.pythonpath`` when given (replacing ours), else inherited.
+    """
+    if num_envs < 1 or steps < 1 or warmup < 0:
+        raise ValueError(f"need num_envs >= 1, steps >= 1, warmup >= 0; got {num_envs}, {steps}, {warmup}")
+    script = runner or runner_path(config.name)
+    cmd = [config.python, str(script), "--num-envs", str(num_envs), "--steps", str(steps), "--warmup", str(warmup)]
+    cmd += ["--device", config.device, "--physics-states", config.physics_states]
+    cmd += ["--task", config.task] if config.task else []
+    env = dict(os.environ) | {"PYTHONUNBUFFERED": "1"}
+    env.setdefault("MUJOCO_GL", "disable")
+    if config.pythonpath is not None:
+        env["PYTHONPATH"] = config.pythonpath
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=config.timeout_s, env=env, check=False)
+    except FileNotFoundError:
+        return _skip(config, "missing", f"its interpreter {config.python!r} was not found (--peer-python)")
+    except PermissionError:
+        return _skip(config, "missing", f"its interpreter {config.python!r} is not executable (--peer-python)")
+    except subprocess.TimeoutExpired:
+        return _skip(config, "timeout", f"x{num_envs} did not finish within {config.timeout_s:g} s (--peer-timeout)")
+    record = parse_peer_output(proc.stdout, config.name)
+    if proc.returncode == EXIT_MISSING or (record is not None and record.get("error") == "missing"):
+        detail = record.get("detail", "") if record else ""
+        hint = "set --peer-python/--peer-pythonpath"
+        return _skip(config, "missing", f"not importable with {config.python} ({detail}; {hint})")
+    if proc.returncode != 0 or record is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return _skip(config, "failed", f"x{num_envs} failed (exit status {proc.returncode}: {tail})")
+    try:
+        return _to_result(record)
+    except (ValueError, TypeError) as exc:
+        return _skip(config, "failed", f"x{num_envs} printed an unreadable result ({exc})")
+
+
+def best_ours(results: Sequence[ModeResult], num_envs: int, env_id: str) -> ModeResult | None:
+    """Our fastest step mode (not bare physics, non-physics or a baseline) at one size of one env id."""
+    ours = [r for r in results if r.mode in MODES and r.num_envs == num_envs and r.env_id == env_id]
+    return max(ours, key=lambda r: r.env_steps_per_s, default=None)
+
+
+def same_model(ours: ModeResult, peer: ModeResult) -> bool:
+    """Whether our result's variant loaded the very MJCF file the peer reported (``model_xml``)."""
+    mine = ours.extra.get("env_kwargs", {}).get("model_xml")
+    theirs = peer.extra.get("model_xml")
+    return bool(theirs and mine) and Path(str(mine)).resolve() == Path(str(theirs)).resolve()
+
+
+def comparison_table(results: Sequence[ModeResult]) -> str:
+    """Markdown: per size, each peer and ours (fastest mode, per env id / model variant), same columns.
+
+    A ratio whose variant loads the peer's own model file (``--variant LABEL:model_xml=...``) is marked
+    "same model".
+    """
+    physics = {(r.env_id, r.num_envs): r.ms_per_step for r in results if r.mode == "bare physics"}
+    peers = [r for r in results if r.extra.get("engine") in PEERS]
+    lines = [
+        "| side | task / model | envs | mode | env-steps/s | ms/step | own bare physics ms | step / physics "
+        "| host syncs/step | x peer |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    sizes = sorted({r.num_envs for r in results})
+    ids = list(dict.fromkeys(r.env_id for r in results if r.mode in ("bare physics", *MODES)))
+    for n in sizes:
+        peer_here = [p for p in peers if p.num_envs == n]
+        for p in peer_here:
+            lines.append(
+                f"| {p.mode} | {p.env_id} | {n} | {p.mode} | {p.env_steps_per_s:,.0f} | {p.ms_per_step:.2f} "
+                f"| {p.extra['physics_ms']:.2f} | {p.ms_per_step / p.extra['physics_ms']:.2f} "
+                f"| {_fmt(p.host_syncs_per_step)} | - |"
+            )
+        for env_id in ids:
+            best = best_ours(results, n, env_id)
+            if best is None:
+                continue
+            floor = physics.get((env_id, n))
+            ratios = [
+                f"{best.env_steps_per_s / p.env_steps_per_s:.2f}x" + (" (same model)" if same_model(best, p) else "")
+                for p in peer_here
+            ]
+            lines.append(
+                f"| ours | {env_id} | {n} | {best.mode} | {best.env_steps_per_s:,.0f} | {best.ms_per_step:.2f} "
+                f"| {_fmt(floor)} | {_fmt(best.ms_per_step / floor if floor else None)} "
+                f"| {_fmt(best.host_syncs_per_step)} | {', '.join(ratios) or '-'} |"
+            )
+    return "\n".join(lines)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def load_results(paths: Sequence[Path]) -> list[ModeResult]:
+    """The results of one or more ``bench`` JSON files (e.g. one per size), in order."""
+    results = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        results += [ModeResult(**r) for r in record["results"]]
+    return results

@@ -1,0 +1,390 @@
+"""``FixedShapeAutoresetVectorEnv``: same-step autoreset of done rows without host synchronisation.
+
+The wrapper steps the inner env, then resets the rows whose episode ended, and returns Gymnasium
+``AutoresetMode.SAME_STEP`` output: on a done row the observation is already the next episode's first,
+``info["final_obs"]`` is the full-width observation before the reset and ``info["_final_obs"]`` the done
+mask. The default (selected-row) path finds done rows with a host read, like every peer does; the
+``reset_path="masked"`` resets with a full-width :class:`ResetSelection` every step, with no host
+read, optionally captured once as a CUDA graph (see :mod:`gym_graphreset.capture.graph`).
+
+How it is built: the configuration is a :class:`~gym_graphreset.core.config.StepConfig`; the inner env
+chain and the reset terms are sorted by protocol role once (:mod:`gym_graphreset.core.participants`); the
+reset path and the executor are objects chosen from the configuration at construction
+(:mod:`gym_graphreset.core.stepping`, :mod:`gym_graphreset.core.executors`).
+:meth:`FixedShapeAutoresetVectorEnv.step` only checks the actions, runs the executor, publishes and polls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+
+from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
+from gym_graphreset.capture.host_transitions import HostTransitions
+from gym_graphreset.core.buffers import PublicationRing
+from gym_graphreset.core.config import PresetName, StepConfig, from_flags
+from gym_graphreset.core.executors import GraphFactory, Runner, StepInputs
+from gym_graphreset.core.failures import ClosedEnvironmentError, InterruptedStepError, interruption
+from gym_graphreset.core.inputs import (
+    action_bounds,
+    check_actions,
+    check_fixed_shape_spaces,
+    check_process_group,
+    check_reset_options,
+    check_reset_terms,
+    check_seed,
+    env_device,
+)
+from gym_graphreset.core.participants import Participants, claim_terms, record_terms, release_terms
+from gym_graphreset.core.protocols import hook
+from gym_graphreset.core.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
+from gym_graphreset.core.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
+from gym_graphreset.core.validation import DeferredValidationError, ValidationLatch
+
+__all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
+
+
+def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
+    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    return AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
+
+
+class FixedShapeAutoresetVectorEnv(VectorWrapper):
+    """Wrap a torch ``VectorEnv`` (autoreset DISABLED or SAME_STEP) with a sync-free same-step autoreset.
+
+    Args:
+        env: The inner env (:class:`~gym_graphreset.core.protocols.TorchVectorEnv`: torch tensors, a ``device``).
+            With ``AutoresetMode.DISABLED`` the wrapper resets done rows through
+            ``env.reset(options={"reset_mask": ...})``; with ``SAME_STEP`` the inner env already did.
+        config: A preset name (``"selected"``, ``"masked"``, ``"masked_persistent"``, ``"reset_graph"``,
+            ``"step_graph"``) or a :class:`~gym_graphreset.core.config.StepConfig`; default: selected.
+        reset_terms: ``{name: term}`` run in order after the inner env's reset
+            (:class:`~gym_graphreset.core.protocols.ResetTerm` and its optional roles).
+        process_group: With ``torch.distributed`` initialised: ``True`` (default group) or a group; every
+            poll then all-gathers the verdicts of all ranks in one collective and a failure on any rank
+            is raised on every rank, naming it (see :mod:`gym_graphreset.distributed`).
+        **flags: ``published_buffer_depth=`` / ``validation_poll_interval=``, applied over ``config``. The
+            boolean keywords of earlier releases (``masked_autoreset=True``...) still work, with a
+            ``DeprecationWarning`` (:func:`~gym_graphreset.core.config.from_flags`).
+
+    Example:
+        >>> from gym_graphreset.envs import CartPoleVectorEnv
+        >>> env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8), "masked")
+        >>> obs, info = env.reset(seed=0)
+        >>> obs, reward, terminated, truncated, info = env.step(torch.ones(8, dtype=torch.long))
+        >>> sorted(k for k in info if "final_obs" in k)
+        ['_final_obs', 'final_obs']
+    """
+
+    def __init__(
+        self,
+        env: VectorEnv,
+        config: StepConfig | PresetName | None = None,
+        *,
+        reset_terms: dict[str, Any] | None = None,
+        process_group: Any = None,
+        **flags: Any,
+    ) -> None:
+        """Check the inner env and the configuration, then choose the reset path and the executor once.
+
+        The arguments are described on the class. The reset terms are sorted by protocol role and bound
+        here; nothing is stepped.
+
+        Raises:
+            ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``reset_path="masked"`` with an inner
+                env that autoresets itself; a ``graph`` off CUDA or where capture cannot work.
+        """
+        super().__init__(env)
+        self.config = cfg = from_flags(config, flags)
+        terms = check_reset_terms(reset_terms)
+        self.process_group = check_process_group(process_group)
+        self.device = env_device(env)
+        check_fixed_shape_spaces(env)
+        self.inner_autoreset_mode = _autoreset_mode(env)
+        if "autoreset_mode" not in env.metadata:
+            raise ValueError(
+                f"the inner env {participant_name(env)} declares no metadata['autoreset_mode'], so Gymnasium "
+                "would take it for AutoresetMode.NEXT_STEP; declare metadata = {'autoreset_mode': "
+                "AutoresetMode.DISABLED} (the wrapper resets done rows through reset(options={'reset_mask': ...})) "
+                "or AutoresetMode.SAME_STEP (the env resets them itself)"
+            )
+        if self.inner_autoreset_mode == AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP; build it with "
+                "autoreset_mode=AutoresetMode.DISABLED so that this wrapper resets done rows itself"
+            )
+        if cfg.masked and self.inner_autoreset_mode != AutoresetMode.DISABLED:
+            raise ValueError(
+                f"`reset_path='masked'` needs an inner env with AutoresetMode.DISABLED, got {self.inner_autoreset_mode}"
+            )
+        if cfg.graph is not None and self.device.type != "cuda":
+            raise ValueError(f"`graph={cfg.graph!r}` needs a CUDA env, but the env is on device {self.device}")
+        if cfg.graph is not None and cuda_capture_reasons(self.device):
+            raise ValueError(f"`graph={cfg.graph!r}` but {CaptureReport('', cuda_capture_reasons(self.device))}")
+        self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
+        self.selection = ResetSelection(self.num_envs, self.device)
+        self.latch = ValidationLatch(self.device)
+        self.transitions = HostTransitions()
+        self.ring = PublicationRing(cfg.published_buffer_depth)
+        self._action_bounds = action_bounds(self.single_action_space, self.device)
+        self.host_step = 0
+        self._failed: DeferredValidationError | None = None
+        self._interrupted: str | None = None  # what raised part-way: the env fails closed until a full reset()
+        self._needs_reset = True
+        self._closed = False
+        self._parts = Participants(env, {})
+        self._add_terms(terms)
+        self._build()
+        record_terms(self, terms)
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """``AutoresetMode.SAME_STEP``, as an attribute too (Gymnasium's vector envs and TorchRL read it)."""
+        return AutoresetMode.SAME_STEP
+
+    # ------------------------------------------------------------------ construction
+
+    def _negotiate(self, parts: Participants, added: str | None = None) -> None:
+        """Refuse participants the configuration cannot run, naming every one (or the term ``added``)."""
+        if self.config.masked and added in parts.reset_selection_blockers():
+            raise ResetSelectionUnsupportedError(
+                f"`reset_path='masked'` but reset term {added!r} cannot take a ResetSelection"
+            )
+        if self.config.masked and (blockers := parts.reset_selection_blockers()):
+            raise ResetSelectionUnsupportedError(
+                "`reset_path='masked'` but these reset participants cannot take a ResetSelection: "
+                f"{', '.join(blockers)}. Declare `supports_reset_selection = True` (or use "
+                "@reset_selection_capable) on each after converting its reset to masked writes."
+            )
+        if self.config.executor == "step_graph" and (blockers := parts.step_capture_blockers()):
+            raise ValueError(
+                "`graph='step'` captures the whole step, but these participants do not declare "
+                f"`supports_step_capture = True`: {', '.join(blockers)}; use graph='reset'"
+            )
+
+    def _build(self) -> None:
+        """Choose the reset path and the executor from the configuration (again when a term is added)."""
+        cfg, parts = self.config, self._parts
+        self._reset_runner: Runner[None] = Runner(None)
+        path: SelectedRowPath | MaskedPath
+        if cfg.reset_path == "masked":
+            path = MaskedPath(
+                self.env, parts, self.latch, self.selection, bool(cfg.persistent_buffers), self._reset_runner
+            )
+        else:
+            inner_resets = self.inner_autoreset_mode == AutoresetMode.SAME_STEP
+            path = SelectedRowPath(self.env, parts, self.latch, bool(cfg.persistent_buffers), inner_resets)
+        self._inputs = StepInputs(static=cfg.graph == "step")
+        holders = [self.selection, self.latch, path, self._inputs]  # every buffer holder of the wrapper's own
+        factory = GraphFactory(self.device, cfg, parts, self.transitions, holders)
+        self._reset_runner.factory = factory if cfg.graph == "reset" else None
+        self._step_runner: Runner[StepOut] = Runner(factory if cfg.graph == "step" else None)
+        self._body = StepBody(self.env, parts, self.latch, path, cfg.deferred, self._action_bounds, cfg.compile)
+        self._path, self._graph_factory = path, factory
+
+    def reset_selection_blockers(self) -> list[str]:
+        """Names of every reset participant that cannot take a :class:`ResetSelection`."""
+        return self._parts.reset_selection_blockers()
+
+    def step_capture_blockers(self) -> list[str]:
+        """Names of the inner-env chain members that do not declare ``supports_step_capture = True``."""
+        return self._parts.step_capture_blockers()
+
+    def capture_report(self, scope: str | None = None) -> CaptureReport:
+        """Why the reset body (``scope="reset"``) or the whole step (``"step"``) can or cannot be captured.
+
+        Reasons are split into where the env runs (``device``, ``cuda_unavailable``, ``memory_pool``) and
+        the env and terms themselves (``flags``, ``reset_selection_blockers``, ``step_capture_blockers``),
+        so on a CPU the report still says whether the env would capture on a GPU
+        (:attr:`CaptureReport.eligible_on_cuda`). ``state["participants"]`` lists each participant's
+        protocol roles; ``state["compile"]`` is the :class:`~gym_graphreset.capture.compiling.CompileReport` (as a
+        dict) with ``config.compile``, else ``None``; the other ``state`` keys say what the graph did. Never a
+        silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
+        construction.
+        """
+        scope = scope or self.config.graph or "reset"
+        reasons = cuda_capture_reasons(self.device)
+        needs = (
+            ("reset_path='masked'", self.config.masked),
+            ("persistent_buffers=True", self.config.persistent_buffers),
+        )
+        missing = [m for m, ok in needs if not ok]
+        if missing:
+            reasons["flags"] = f"capture needs {' and '.join(f'`{m}`' for m in missing)}"
+        if blockers := self.reset_selection_blockers():
+            reasons["reset_selection_blockers"] = f"cannot take a ResetSelection: {', '.join(blockers)}"
+        if scope == "step" and (blockers := self.step_capture_blockers()):
+            reasons["step_capture_blockers"] = f"do not declare supports_step_capture: {', '.join(blockers)}"
+        graph = self.graph
+        state = {
+            "captured": bool(graph and graph.captured),
+            "captures": graph.captures if graph else 0,
+            "replays": graph.replays if graph else 0,
+            "eager_calls": graph.eager_calls if graph else 0,
+            "host_transitions": graph.transitions.names if graph else [],
+            "participants": self._parts.report(),
+            "compile": None if self._body.compiled is None else self._body.compiled.report.as_dict(),
+        }
+        return CaptureReport(scope, reasons, state)
+
+    def add_reset_term(self, name: str, term: Any) -> None:
+        """Add a reset term, run after the inner env's reset and the terms added before it.
+
+        A held graph is dropped (the next step captures again): the captured body no longer matches.
+        """
+        self._add_terms({name: term}, added=name)
+        self._build()
+        record_terms(self, {name: term})
+
+    def _add_terms(self, terms: dict[str, Any], added: str | None = None) -> None:
+        """Check ``terms`` (protocol, names, what the configuration needs of them), bind them, register them."""
+        parts = self._parts
+        for name, term in terms.items():
+            parts = parts.with_term(name, term)  # checks the protocol and the name first
+        self._negotiate(parts, added)
+        claim_terms(self, terms, self._parts.terms)  # one term object, one env and one name (before bind)
+        for bind in filter(None, (hook(term, "bind") for term in terms.values())):
+            bind(self)
+        parts.check_info_keys()
+        self._parts = parts
+
+    @property
+    def validation_poll_interval(self) -> int:
+        """Steps between polls with deferred validation (``config.validation_poll_interval``); settable."""
+        return self.config.validation_poll_interval
+
+    @validation_poll_interval.setter
+    def validation_poll_interval(self, value: int) -> None:
+        self.config = dataclasses.replace(self.config, validation_poll_interval=value)  # validated like at construction
+
+    @property
+    def reset_terms(self) -> dict[str, Any]:
+        """The reset terms, in run order (a copy)."""
+        return dict(self._parts.terms)
+
+    @property
+    def graph(self) -> AutoresetGraph[Any] | None:
+        """The reset or step graph, once the first step made it (``None`` when not capturing)."""
+        return self._reset_runner.graph or self._step_runner.graph
+
+    # ------------------------------------------------------------------ validation
+
+    def require(self, ok: torch.Tensor, name: str, message: str) -> None:
+        """Latch a device-side verdict (no host read); a failure is raised at the next poll."""
+        self.latch.require(ok, name, message)
+
+    def require_many(self, ok: torch.Tensor, names: tuple[str, ...], messages: tuple[str, ...]) -> None:
+        """Latch ``len(names)`` checks from a bool ``(k,)`` or per-row ``(rows, k)`` ``ok`` at once (no host read)."""
+        self.latch.require_many(ok, names, messages)
+
+    def poll_finite_validation(self) -> None:
+        """One host read of every latched check; raise :class:`DeferredValidationError` on failure."""
+        try:
+            self.latch.poll(self.host_step, self.process_group)
+        except DeferredValidationError as err:
+            self._failed = err
+            raise
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise ClosedEnvironmentError(f"{call}() was called after close(); make a new env")
+
+    # ------------------------------------------------------------------ reset and step
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset the env (all rows, or ``options["reset_mask"]``) and every reset term.
+
+        Arguments are checked before anything changes: a refused reset leaves the env as it was. Pending
+        latched checks are polled first: a failure found there is raised (and the env stays closed until
+        the next ``reset()``). The first reset, and the one after an interrupted step or reset, must cover
+        every row (a ``reset_mask`` that leaves rows out is refused). A reset that raises part-way leaves
+        the env refusing to step until a full reset succeeds.
+        """
+        self._check_open("reset")
+        seed = check_seed(seed)
+        mask = check_reset_options(options, self.num_envs, self.device)
+        if mask is not None and self._needs_reset and not bool(mask.all()):  # host read: reset() may read
+            raise ValueError(self._partial_reset_refusal())
+        if self._failed is None:
+            self.poll_finite_validation()
+        try:
+            return self._reset(seed, options, mask)
+        except BaseException as exc:
+            self._fail_closed("reset()", exc)
+            raise
+
+    def _partial_reset_refusal(self) -> str:
+        why = self._interrupted or "the env was never reset"
+        return (
+            f"`options['reset_mask']` must cover every row here: {why}, so rows outside the mask would step "
+            "from a state they never got (Gymnasium's sub-envs raise ResetNeeded); call reset() without "
+            "a reset_mask"
+        )
+
+    def _fail_closed(self, call: str, exc: BaseException) -> None:
+        """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
+        if exc is not self._failed:
+            self._interrupted = interruption(call, exc, self._parts)
+            self._needs_reset = True
+
+    def _reset(
+        self, seed: int | None, options: dict[str, Any] | None, mask: torch.Tensor | None
+    ) -> tuple[Any, dict[str, Any]]:
+        self._failed = None
+        self._interrupted = None
+        self.latch.clear()
+        inner_options = None if options is None else {**options, **({} if mask is None else {"reset_mask": mask})}
+        obs, info = self._path.reset(seed, inner_options, mask)
+        self._needs_reset = False
+        if not self.config.deferred:
+            self.poll_finite_validation()
+        if self.config.persistent_buffers:
+            obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
+        return obs, info
+
+    def step(self, actions: torch.Tensor) -> StepOut:
+        """Step every row and reset the rows that finished (SAME_STEP output).
+
+        A step that raises part-way (in the inner env, a term, a graph's capture or replay, or a
+        ``KeyboardInterrupt``) fails closed: later steps raise :class:`InterruptedStepError`, naming what
+        was interrupted, until a full ``reset()``.
+        """
+        self._check_open("step")
+        if self._failed is not None:
+            raise DeferredValidationError(self._failed.failures, self._failed.window)
+        if self._interrupted is not None:
+            raise InterruptedStepError(
+                f"{self._interrupted}, so the inner env and the reset terms may disagree about some rows; "
+                "the env refuses to step until a full reset() (without reset_mask)"
+            )
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
+        space, read_values = self.single_action_space, not self.config.deferred
+        actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
+        index = self.host_step + 1
+        try:
+            static = self._inputs.take(actions)  # the step graph's static input (as given without one)
+            out = self._step_runner(lambda: self._body(static))
+            self.host_step += 1
+            if self.config.persistent_buffers:
+                out = self.ring.publish(out)
+            if read_values or self.host_step % self.config.validation_poll_interval == 0:
+                self.poll_finite_validation()
+        except BaseException as exc:
+            self._fail_closed(f"step() {index}", exc)
+            raise
+        obs, reward, terminated, truncated, info = out
+        return obs, reward, terminated, truncated, dict(info)
+
+    def close(self, **kwargs: Any) -> None:
+        """Poll pending checks (raising a failure), then close the inner env; later calls are refused."""
+        try:
+            if self._failed is None and not self._closed:
+                self.poll_finite_validation()
+        finally:
+            self._closed = True
+            release_terms(self, self._parts.terms)  # a closed env's terms may serve another env
+            super().close(**kwargs)

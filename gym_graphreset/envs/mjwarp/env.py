@@ -1,0 +1,392 @@
+"""``MJWarpVectorEnv``: MuJoCo Warp worlds as a Gymnasium ``VectorEnv`` of torch tensors, zero copy.
+
+One MJCF model, ``num_envs`` worlds (``nworld`` at the MuJoCo Warp boundary). State is read and written
+through torch views of the warp arrays (``wp.to_torch``); torch and warp launch on one stream. On CUDA the
+``frame_skip`` physics substeps and the masked reset are each a captured warp graph when run eagerly,
+and plain launches when the wrapper is capturing its own torch graph (warp joins it through external
+capture). On the CPU warp's CPU backend runs the same code.
+
+The masked reset reads no host data: ``mujoco_warp.reset_data`` with a preallocated ``wp.array`` mask,
+masked writes of counter-based initial-state draws, then the position/velocity kinematics that
+observations read. Task subclasses (:mod:`gym_graphreset.envs.gym_mujoco.tasks`) define observation, reward,
+termination and reset noise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, SupportsIndex
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+import gym_graphreset.envs.mjwarp.checks as mjwarp_checks
+from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int
+from gym_graphreset.core.protocols import CheckSink
+from gym_graphreset.core.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
+from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
+from gym_graphreset.envs.mjwarp.checks import WorldChecks
+from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
+from gym_graphreset.envs.mjwarp.runtime import WarpRuntime
+
+__all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
+
+OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
+"""Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
+
+
+def default_device() -> torch.device:
+    """CUDA when available, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class MJWarpVectorEnv(VectorEnv):
+    """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
+
+    Subclasses implement :meth:`_observe`, :meth:`_reward_terminated` and may override
+    :meth:`_progress` and :meth:`_sample_initial_state`.
+
+    Args:
+        model: Path to an MJCF file, or the XML itself.
+        num_envs: Number of worlds.
+        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (default: CUDA when available).
+        frame_skip: Physics substeps per env step.
+        nconmax: Contacts allocated per world (``None``: MuJoCo Warp's default).
+        njmax: Constraint rows allocated per world (``None``: MuJoCo Warp's default).
+        max_episode_steps: Truncation horizon.
+        global_env_offset: Global index of world 0, for several processes splitting one population.
+        model_edits: Called with the ``mujoco.MjModel`` before it goes to the device.
+        kernel_reset: Reset worlds with one fused warp kernel (draws bit-identical to
+            :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
+            ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
+        render_mode: Unsupported; must be ``None``.
+        warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
+
+    Attributes:
+        m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
+        d: The MuJoCo Warp data (``mujoco_warp.Data``) of all worlds.
+        qpos: ``(nworld, nq)`` float32, zero-copy torch view of ``d.qpos``.
+        qvel: ``(nworld, nv)`` float32, view of ``d.qvel``.
+        ctrl: ``(nworld, nu)`` float32, view of ``d.ctrl`` (the step writes the actions here).
+        xpos: ``(nworld, nbody, 3)``; ``xipos``: ``(nworld, nbody, 3)``; ``site_xpos``: ``(nworld, nsite, 3)``.
+        cinert: ``(nworld, nbody, 10)``; ``cvel``: ``(nworld, nbody, 6)``; ``cfrc_ext``: ``(nworld, nbody, 6)``.
+        qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
+        overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
+        checks: The :class:`~gym_graphreset.envs.mjwarp.checks.WorldChecks` a step records (subclasses that
+            override :meth:`step` call ``checks.record(qpos, qvel)`` after the physics) and
+            :meth:`add_checks` latches.
+        overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (``checks.seen``).
+        state_finite: ``(nworld,)`` bool, whether each world's qpos and qvel were finite after the last
+            step's physics (``checks.state_finite``; tasks' healthy tests read it too).
+        elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
+        keys: The counter-RNG keys (:class:`~gym_graphreset.core.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
+            ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
+        init_qpos: ``(nq,)`` float32 (``qpos0``); ``init_qvel``: ``(nv,)`` float32 zeros.
+        reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
+            :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
+        runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}
+    supports_reset_selection = True
+    supports_step_capture = True
+    batched_model_fields: tuple[str, ...] = ()
+    """Model fields given one row per world (``put_model(batch_sizes=...)``), e.g. for domain randomisation."""
+
+    def __init__(
+        self,
+        model: str | Path,
+        num_envs: int,
+        *,
+        device: torch.device | str | None = None,
+        frame_skip: int = 5,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+        max_episode_steps: int = 1000,
+        global_env_offset: int = 0,
+        model_edits: Callable[[Any], None] | None = None,
+        kernel_reset: bool = True,
+        render_mode: str | None = None,
+        warp_verbose: bool = False,
+    ) -> None:
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
+        self.frame_skip = check_positive_int("frame_skip", frame_skip)
+        for name, value in (("nconmax", nconmax), ("njmax", njmax)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(
+                    f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
+                    "without room for contacts/constraints would silently drop them"
+                )
+        if render_mode is not None:
+            raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
+        self.render_mode = None
+        self.device = check_device(device if device is not None else default_device())
+        self._load_model(model, model_edits)
+        self._put_on_device(nconmax, njmax, warp_verbose)
+        self._allocate_torch_state(global_env_offset)
+        from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
+
+        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
+        with self.runtime.quiet():
+            self.reset_strategy: KernelReset | ReferenceReset = (
+                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+            )
+        self._make_spaces()
+
+    def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
+        """The MuJoCo model from an XML string or path, with ``model_edits`` applied."""
+        import mujoco
+
+        text = str(model)
+        self.mjm = (
+            mujoco.MjModel.from_xml_string(text)
+            if text.lstrip().startswith("<")
+            else mujoco.MjModel.from_xml_path(text)
+        )
+        if model_edits is not None:
+            model_edits(self.mjm)
+        self.dt = float(self.mjm.opt.timestep) * self.frame_skip
+
+    def _put_on_device(self, nconmax: int | None, njmax: int | None, warp_verbose: bool) -> None:
+        """The warp model and data, and torch views of the fields the env reads and writes."""
+        import mujoco_warp as mjw
+        import warp as wp
+
+        self.runtime = WarpRuntime(self.device, verbose=warp_verbose)
+        self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
+        with self.runtime.on_stream(wait=False):
+            batch = {name: self.num_envs for name in self.batched_model_fields}
+            self.m = mjw.put_model(self.mjm, batch_sizes=batch or None)
+            self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
+            self.d = mjw.make_data(self.mjm, nworld=self.num_envs, nconmax=nconmax, njmax=njmax)
+            self.reset_mask_wp = wp.zeros(self.num_envs, dtype=bool, device=self.wp_device)
+        t = wp.to_torch
+        d = self.d
+        self.qpos, self.qvel, self.ctrl = t(d.qpos), t(d.qvel), t(d.ctrl)
+        self.xpos, self.xipos, self.site_xpos = t(d.xpos), t(d.xipos), t(d.site_xpos)
+        self.cinert, self.cvel, self.cfrc_ext = t(d.cinert), t(d.cvel), t(d.cfrc_ext)
+        self.qfrc_actuator, self.qfrc_constraint = t(d.qfrc_actuator), t(d.qfrc_constraint)
+        self.overflow = t(d.overflow)
+        self._reset_mask = t(self.reset_mask_wp)
+
+    def _allocate_torch_state(self, global_env_offset: int) -> None:
+        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch, progress."""
+        dev, num_envs = self.device, self.num_envs
+        self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
+        self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
+        self.body_mass = torch.as_tensor(self.mjm.body_mass, dtype=torch.float32, device=dev)
+        self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
+        self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
+        self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
+        self.checks = WorldChecks(self.overflow)
+        self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
+        self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        with self._on_stream():
+            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
+
+    def _make_spaces(self) -> None:
+        """Action space from the actuators' ranges; observation space from the first reset's obs."""
+        ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
+        self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        with self._on_stream():
+            self._reset_all_worlds()
+            obs_dim = self._observe().shape[1]
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    # ------------------------------------------------------------------ task hooks
+
+    def _observe(self) -> torch.Tensor:
+        """Observation of every world, ``(num_envs, obs_dim)`` float32."""
+        raise NotImplementedError
+
+    def _reward_terminated(
+        self, before: torch.Tensor, after: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reward and termination of every world after the physics of one env step."""
+        raise NotImplementedError
+
+    def _progress(self) -> torch.Tensor:
+        """The position whose change over a step is the forward velocity (default: root x)."""
+        return self.qpos[:, :1].clone()
+
+    qpos_noise: str = "uniform"
+    qvel_noise: str = "uniform"
+    reset_noise_scale: float = 0.1
+
+    def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full-width initial (qpos, qvel) draws for every world's current episode index.
+
+        One hash pass makes every word of the reset (a few dozen kernels, whatever nq and nv are).
+        """
+        s, nq, nv = self.reset_noise_scale, self.mjm.nq, self.mjm.nv
+        widths = [nq * (2 if self.qpos_noise == "normal" else 1), nv * (2 if self.qvel_noise == "normal" else 1)]
+        bits = counter_bits(self.seed, self.env_ids, self.episode, sum(widths))
+        qpos_bits, qvel_bits = bits[:, : widths[0]], bits[:, widths[0] :]
+
+        def draw(kind: str, b: torch.Tensor) -> torch.Tensor:
+            return bits_to_normal(b, s) if kind == "normal" else bits_to_uniform(b, -s, s)
+
+        return self.init_qpos + draw(self.qpos_noise, qpos_bits), self.init_qvel + draw(self.qvel_noise, qvel_bits)
+
+    # ------------------------------------------------------------------ streams and capture
+
+    def _on_stream(self, wait: bool = True) -> contextlib.AbstractContextManager[None]:
+        """Run torch and warp work on the env's stream (ordered after the caller's stream)."""
+        return self.runtime.on_stream(wait)
+
+    def graph_capture_scope(
+        self, stream: torch.cuda.Stream, capture_mode: str
+    ) -> contextlib.AbstractContextManager[Any]:
+        """Warp's external capture joined to the torch capture on ``stream`` (the env's own)."""
+        return self.runtime.capture_scope(stream, capture_mode)
+
+    def capture_buffers(self) -> tuple[torch.Tensor, ...]:
+        """Views of the warp state a captured graph holds (replacing ``m``/``d`` must recapture)."""
+        t = self.runtime.wp.to_torch
+        return tuple(t(a) for a in (self.d.qpos, self.d.qvel, self.d.ctrl, self.d.overflow, self.reset_mask_wp))
+
+    # ------------------------------------------------------------------ physics
+
+    needs_cfrc_ext: bool = False
+    physics_enabled: bool = True
+    """``False`` skips the substeps: benchmarks time everything else a step does (non-physics) alone."""
+
+    def _physics_body(self) -> None:
+        if not self.physics_enabled:
+            return
+        import mujoco_warp as mjw
+
+        for _ in range(self.frame_skip):
+            mjw.step(self.m, self.d)
+        if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
+            mjw.rne_postconstraint(self.m, self.d)
+
+    def run_physics(self, actions: torch.Tensor | None = None) -> None:
+        """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost.
+
+        ``actions`` (optional) are written to ctrl first, so that the physics is driven like a real step's
+        (the solver's iteration count, hence its cost, depends on the state the actions lead to).
+        """
+        with self._on_stream():
+            if actions is not None:
+                self.ctrl.copy_(actions)
+            self.runtime.run("physics", self._physics_body)
+
+    refresh: str = "com"
+    """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""
+
+    def _refresh_kinematics(self) -> None:
+        import mujoco_warp as mjw
+
+        if self.refresh == "none":
+            return
+        mjw.kinematics(self.m, self.d)
+        if self.refresh == "com":
+            mjw.com_pos(self.m, self.d)
+            mjw.com_vel(self.m, self.d)
+
+    # ------------------------------------------------------------------ Gymnasium API
+
+    def _reset_all_worlds(self) -> None:
+        self._masked_reset(self._all)
+
+    def _masked_reset(self, mask: torch.Tensor) -> None:
+        """Reset the worlds of ``mask`` with no host read.
+
+        Derived fields (kinematics, com) are refreshed for every world: they are pure functions of
+        qpos/qvel, nothing reads them before the next physics step recomputes them, and a world's forward
+        velocity reads ``_progress_buf``, which only the reset worlds update here.
+        """
+        self._reset_mask.copy_(mask)
+        self.runtime.run("reset", self.reset_strategy.warp_part)
+        self.reset_strategy.torch_part(mask)
+        self.runtime.run("kinematics", self._refresh_kinematics)
+        self._update_progress(mask)
+
+    def _update_progress(self, mask: torch.Tensor) -> None:
+        """Take the current progress position on the worlds of ``mask`` (after a reset or ``set_state``)."""
+        shape = (-1, *([1] * (self._progress_buf.dim() - 1)))
+        self._progress_buf.copy_(torch.where(mask.view(shape), self._progress(), self._progress_buf))
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
+        self.keys.reseed(seed)
+        mask = options_reset_mask(options, self._all)
+        with self._on_stream():
+            self._masked_reset(mask)
+            obs = self._observe()
+        return obs, {}
+
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Write ``actions`` to ctrl, run ``frame_skip`` substeps, compute obs, reward and flags."""
+        if actions.shape != self.ctrl.shape:
+            raise ValueError(f"actions must have shape {tuple(self.ctrl.shape)}, got {tuple(actions.shape)}")
+        with self._on_stream():
+            action = actions.to(self.device, torch.float32)
+            self.ctrl.copy_(action)
+            before = self._progress_buf.clone()
+            self.runtime.run("physics", self._physics_body)
+            after = self._progress()
+            self._progress_buf.copy_(after)
+            self.elapsed.add_(1)
+            self.checks.record(self.qpos, self.qvel)
+            obs = self._observe()
+            reward, terminated = self._reward_terminated(before, after, action)
+            truncated = self.elapsed >= self.max_episode_steps
+        return obs, reward, terminated, truncated, {}
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """Latch the overflow bits and the finite state of the last step (before its reset); no host read."""
+        self.checks.add_checks(latch)
+
+    def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:
+        """Set qpos/qvel of the given worlds (all by default) and refresh derived quantities."""
+        mask = resolve_reset_mask(env_ids, self.num_envs, self.device)
+        qpos = torch.as_tensor(qpos, dtype=torch.float32, device=self.device).expand_as(self.qpos)
+        qvel = torch.as_tensor(qvel, dtype=torch.float32, device=self.device).expand_as(self.qvel)
+        with self._on_stream():
+            self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
+            self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
+            self.runtime.run("kinematics", self._refresh_kinematics)
+            self._update_progress(mask)
+
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
+        return self.qpos.clone(), self.qvel.clone()
+
+    @property
+    def nworld(self) -> int:
+        """``num_envs`` as MuJoCo Warp calls it."""
+        return self.num_envs
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"
+
+    def _not_copyable(self) -> TypeError:
+        return TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: its MuJoCo Warp model and data live in warp "
+            f"arrays on {self.device} (with captured graphs and a stream). Build another env with the same "
+            "arguments instead (e.g. gymnasium.make_vec(...)); to carry a state over, copy `env.state()` "
+            "(qpos, qvel) and restore it with `env.set_state(qpos, qvel)`"
+        )
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Refuse pickling and ``copy.copy`` by name (warp's device state cannot be serialised)."""
+        raise self._not_copyable()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
+        """Refuse ``copy.deepcopy`` by name."""
+        raise self._not_copyable()

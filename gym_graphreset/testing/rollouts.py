@@ -1,0 +1,118 @@
+"""Rollout records and the report of where two of them differ.
+
+:func:`rollout` resets and steps a wrapped env and keeps host copies of every tensor each step returned
+(nested info included; an entry ``k`` with a mask ``_k`` on the mask's rows only). The comparison of two
+records names the key, leaf, step and rows that differ and the most likely cause (a reset draw that depends
+on which rows reset together, or a reset that wrote rows it was not asked to). The conformance harness of
+:mod:`gym_graphreset.testing.harness` compares two configurations' rollouts with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.buffers import tree_leaves
+
+__all__ = ["rollout"]
+
+
+def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
+    """Reset with ``seed``, step through ``actions``; return host copies of everything each step returned.
+
+    Each record maps ``"obs"``, ``"reward"``, ``"terminated"``, ``"truncated"`` and every info key to
+    ``{leaf path: tensor}`` (``()`` for a plain tensor). An info entry ``k`` that comes with a bool mask
+    ``_k`` (``final_obs``, ``episode``...) is kept on the mask's rows only: elsewhere it is unspecified.
+    """
+    obs, info = env.reset(seed=seed)
+    records: list[dict[str, Any]] = [_record({"obs": obs}, info)]
+    for a in actions:
+        obs, reward, terminated, truncated, info = env.step(a)
+        records.append(_record({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}, info))
+    return records
+
+
+def _record(out: dict[str, Any], info: dict[str, Any]) -> dict[str, dict[Any, torch.Tensor]]:
+    rec = {key: _host(value) for key, value in out.items()}
+    for key, value in info.items():
+        mask = info.get(f"_{key}") if not key.startswith("_") else None
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool:
+            rec[key] = {p: v[mask].detach().cpu().clone() for p, v in tree_leaves(value)}
+        else:
+            rec[key] = _host(value)
+    return rec
+
+
+def _host(tree: Any) -> dict[Any, torch.Tensor]:
+    return {p: v.detach().cpu().clone() for p, v in tree_leaves(tree)}
+
+
+def _absent_means_empty(key: str, present: dict[str, dict[Any, torch.Tensor]]) -> bool:
+    """Whether a masked info entry (or its mask) missing from one run is all-False in the other.
+
+    Gymnasium adds ``final_obs`` / ``episode`` keys only on steps that need them; fixed-key paths publish
+    them with an all-False mask. Both say the same thing.
+    """
+    mask = present.get(key if key.startswith("_") else f"_{key}", {}).get(())
+    return mask is not None and not bool(mask.any())
+
+
+def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
+    if len(a) != len(b):
+        raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
+    for t, (x, y) in enumerate(zip(a, b, strict=True)):
+        for key in list(dict.fromkeys([*x, *y])):
+            if key not in x or key not in y:
+                if not _absent_means_empty(key, x if key in x else y):
+                    raise AssertionError(f"{what}: {key} is returned by one run only (step {t})")
+                continue
+            if x[key].keys() != y[key].keys():
+                raise AssertionError(f"{what}: {key} has leaves {list(x[key])} vs {list(y[key])} at step {t}")
+            for leaf in x[key]:
+                u, v = x[key][leaf], y[key][leaf]
+                same = u.shape == v.shape and (
+                    torch.equal(u, v) if atol == 0 else torch.allclose(u.double(), v.double(), atol=atol)
+                )
+                if not same:
+                    rows = _differing_rows(u, v, x.get(f"_{key}", {}).get(()), atol)
+                    raise AssertionError(
+                        f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{_likely_cause(x, t, rows)}"
+                    )
+
+
+def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, atol: float) -> list[int]:
+    """The env rows where ``u`` and ``v`` differ (through ``mask`` for a masked entry kept on its rows)."""
+    if u.shape != v.shape or u.dim() == 0:
+        return []
+    bad = (u != v) if atol == 0 else ((u.double() - v.double()).abs() > atol)
+    bad = bad.reshape(u.shape[0], -1).any(dim=1)
+    rows = bad.nonzero().flatten()
+    if mask is not None and mask.dtype == torch.bool and mask.dim() == 1 and int(mask.sum()) == u.shape[0]:
+        rows = mask.nonzero().flatten()[rows]
+    return rows.tolist()
+
+
+def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
+    """``" in rows [...]"`` and what most often makes those rows differ."""
+    if not rows:
+        return ""
+    shown = f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}"
+    if t == 0:
+        return f"{shown}: the first reset() already differs (seeding, or a draw that is not a function of the row)"
+    flags = [reference.get(k, {}).get(()) for k in ("terminated", "truncated")]
+    if any(f is None for f in flags):
+        return shown
+    done = (flags[0] | flags[1]).bool()
+    if all(bool(done[r]) for r in rows if r < done.shape[0]):
+        return (
+            f"{shown}, which reset at this step: their new episode differs. Likely a reset draw that depends on "
+            "which rows reset together (draw per row with gym_graphreset.core.rng, e.g. counter_uniform), or a reset "
+            "that reads row ids where it was given a ResetSelection"
+        )
+    return (
+        f"{shown}, which did not reset at this step: state carried over differently. Likely a reset that "
+        "wrote rows it was not asked to (a full-width write without the mask), or an earlier step's difference"
+    )

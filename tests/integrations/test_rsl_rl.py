@@ -1,0 +1,218 @@
+"""The rsl_rl adapter: VecEnv contract, time-outs and final observations, the final-obs PPO bootstrap, no host
+reads in the step (and none per rollout step with the sync-free runner), random initial episode lengths,
+save/load/export, and a short training run that improves, on every CPU preset."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+import torch
+
+pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+from rsl_rl.env import VecEnv
+from rsl_rl.runners import OnPolicyRunner
+
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.integrations.rsl_rl import FinalObsPPO, RslRlVecEnv, SyncFreeOnPolicyRunner
+from gym_graphreset.testing.host_reads import count_host_reads
+from tests.conftest import Recorder, preset_device, scripted_env
+
+N = 8
+
+
+def train_cfg(num_steps: int = 8, final_obs: bool = True) -> dict[str, Any]:
+    """A small rsl_rl 5.x runner config (MLP actor and critic)."""
+    algorithm = "gym_graphreset.integrations.rsl_rl:FinalObsPPO" if final_obs else "PPO"
+    return {
+        "num_steps_per_env": num_steps,
+        "save_interval": 1000,
+        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "algorithm": {
+            "class_name": algorithm,
+            "num_learning_epochs": 4,
+            "num_mini_batches": 4,
+            "learning_rate": 1e-3,
+            "entropy_coef": 0.0,
+        },
+        "actor": {
+            "class_name": "MLPModel",
+            "hidden_dims": [32, 32],
+            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0},
+        },
+        "critic": {"class_name": "MLPModel", "hidden_dims": [32, 32]},
+    }
+
+
+def scripted(preset: str, terms: bool = False) -> FixedShapeAutoresetVectorEnv:
+    reset_terms = {"ep": EpisodeStatistics()} if terms else None
+    return FixedShapeAutoresetVectorEnv(
+        scripted_env(N, 64, p_done=0.2, device=preset_device(preset)), preset, reset_terms=reset_terms
+    )
+
+
+def test_is_an_rsl_rl_vecenv_with_policy_group(preset: str) -> None:
+    env = RslRlVecEnv(scripted(preset), seed=0, max_episode_length=64)
+    assert isinstance(env, VecEnv) and env.num_actions == 3 and env.max_episode_length == 64
+    obs = env.get_observations()
+    assert list(obs.keys()) == ["policy"] and obs["policy"].shape == (N, 4)
+    obs, reward, dones, extras = env.step(torch.zeros(N, 3, device=env.device))
+    assert reward.shape == (N,) and dones.shape == (N,) and extras["time_outs"].shape == (N,)
+    assert all(v.dim() == 0 for v in extras["log"].values())  # scalars, never full width
+
+
+def test_time_outs_and_final_obs_match_the_env(preset: str) -> None:
+    recorder = Recorder(scripted(preset))
+    env = RslRlVecEnv(recorder, seed=0, max_episode_length=64)
+    seen_timeout = False
+    for _ in range(20):
+        _, _, dones, extras = env.step(torch.full((N, 3), 0.1, device=env.device))
+        _, _, terminated, truncated, final = recorder.steps[-1]
+        assert torch.equal(extras["time_outs"], truncated & ~terminated)
+        assert torch.equal(dones, terminated | truncated)
+        assert torch.equal(extras["final_obs"]["policy"][dones], final[dones])
+        seen_timeout |= bool(extras["time_outs"].any())
+    assert seen_timeout
+
+
+def test_final_obs_ppo_bootstraps_time_outs_from_the_final_observation(preset: str) -> None:
+    """The stored reward of a time-out row is r + gamma * V(final_obs); stock PPO's is r + gamma * V(s_t)."""
+    for final_obs in (True, False):
+        torch.manual_seed(0)
+        recorder = Recorder(scripted(preset))
+        env = RslRlVecEnv(recorder, seed=0, max_episode_length=64)
+        runner = OnPolicyRunner(env, train_cfg(final_obs=final_obs), log_dir=None, device=str(env.device))
+        alg = runner.alg
+        assert isinstance(alg, FinalObsPPO) == final_obs
+        obs = env.get_observations()
+        with torch.inference_mode():
+            for t in range(6):
+                values = alg.critic(obs).reshape(-1)
+                actions = alg.act(obs)
+                obs, rewards, dones, extras = env.step(actions)
+                alg.process_env_step(obs, rewards, dones, extras)
+                _, reward, terminated, truncated, final = recorder.steps[-1]
+                time_out = (truncated & ~terminated).float()
+                bootstrap = alg.critic({"policy": final}).reshape(-1) if final_obs else values
+                expected = reward + alg.gamma * bootstrap * time_out
+                torch.testing.assert_close(alg.storage.rewards[t].reshape(-1), expected)
+
+
+def test_no_host_reads_in_the_adapter_step(preset: str) -> None:
+    """The adapter adds no host read to the env's own (which is 0 on the masked presets)."""
+    adapter, twin = RslRlVecEnv(scripted(preset, terms=True), seed=0, max_episode_length=64), scripted(preset, True)
+    twin.reset(seed=0)
+    actions = torch.zeros(N, 3, device=adapter.device)
+    for _ in range(3):
+        adapter_reads, where = count_host_reads(lambda: adapter.step(actions))
+        env_reads, _ = count_host_reads(lambda: twin.step(actions))
+        assert adapter_reads == env_reads, where
+        if preset != "selected":
+            assert adapter_reads == 0, where
+
+
+def _rollout_reads(runner_class: type, preset: str, num_steps: int, tmp_path: Path) -> int:
+    env = RslRlVecEnv(scripted(preset, terms=True), seed=0, max_episode_length=64)
+    env.env.validation_poll_interval = 10_000  # the wrapper's own poll is not the runner's
+    cfg = train_cfg(num_steps)
+    cfg["algorithm"]["schedule"] = "fixed"  # the adaptive learning rate's reads depend on the KL values
+    runner = runner_class(env, cfg, log_dir=str(tmp_path / f"{runner_class.__name__}{num_steps}"), device="cpu")
+    reads, _ = count_host_reads(lambda: runner.learn(1))
+    return reads
+
+
+@pytest.mark.parametrize("preset", ["masked_persistent"])
+def test_sync_free_runner_makes_no_host_read_per_rollout_step(preset: str, tmp_path: Path) -> None:
+    """Doubling the rollout adds no host read with SyncFreeOnPolicyRunner; stock OnPolicyRunner reads every step."""
+    ours = [_rollout_reads(SyncFreeOnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
+    stock = [_rollout_reads(OnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
+    assert ours[1] == ours[0]
+    assert stock[1] - stock[0] == 4 * 8  # per step: its NaN check (3 here: one group, rewards, dones), its logger (5)
+
+
+def test_episode_log_is_the_done_row_mean(preset: str) -> None:
+    recorder = Recorder(scripted(preset, terms=True))
+    env = RslRlVecEnv(recorder, seed=0, max_episode_length=64)
+    stats = recorder.env.reset_terms["ep"]
+    last = float("nan")
+    for _ in range(12):
+        _, _, dones, extras = env.step(torch.full((N, 3), 0.1, device=env.device))
+        if dones.any():
+            last = float(stats.episode_return[dones].mean())
+        logged = float(extras["log"]["/episode/mean_return"])
+        assert logged == pytest.approx(last, nan_ok=True)
+
+
+@pytest.fixture(scope="module")
+def pendulum_envs() -> dict[str, RslRlVecEnv]:
+    """InvertedPendulum (MuJoCo Warp) per CPU preset, 16 rows, 40-step horizon so truncation happens."""
+    envs = {}
+    for preset in ("selected", "masked", "masked_persistent"):
+        inner = gym.make_vec(
+            "gym_graphreset/InvertedPendulum-v5", num_envs=16, vectorization_mode="vector_entry_point",
+            max_episode_steps=40, device="cpu",
+        )  # fmt: skip
+        envs[preset] = RslRlVecEnv(FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"ep": EpisodeStatistics()}))
+    return envs
+
+
+@pytest.mark.parametrize("preset", ["selected", "masked", "masked_persistent"])
+def test_random_initial_episode_lengths_are_written_to_the_env(preset: str, pendulum_envs) -> None:
+    env = pendulum_envs[preset]
+    env.env.reset(seed=1)
+    env.episode_length_buf = torch.full((16,), env.max_episode_length - 1, dtype=torch.long)
+    _, _, dones, extras = env.step(torch.zeros(16, 1))
+    assert bool(dones.all())  # every row reached the horizon (or fell) on this very step
+    assert bool(extras["time_outs"].any())
+    assert int(env.episode_length_buf.max()) == 0  # the counters restarted with the new episodes
+    with pytest.raises(ValueError, match=re.escape("`episode_length_buf` must be a tensor of shape (16,)")):
+        env.episode_length_buf = torch.zeros(3, dtype=torch.long)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["selected", "masked", "masked_persistent"])
+def test_training_improves_and_saves_loads_exports(preset: str, pendulum_envs, tmp_path: Path) -> None:
+    """SyncFreeOnPolicyRunner + FinalObsPPO on InvertedPendulum; random initial lengths; save, load, export."""
+    torch.manual_seed(0)
+    env = pendulum_envs[preset]
+    env.env.reset(seed=0)
+    stats = env.env.reset_terms["ep"]
+    runner = SyncFreeOnPolicyRunner(env, train_cfg(num_steps=16), log_dir=None, device="cpu")
+    runner.learn(1, init_at_random_ep_len=True)
+    stats.summary()  # forget the first iteration's (randomly shortened) episodes
+    runner.learn(1)
+    before = stats.summary()["mean_length"]
+    runner.learn(4)
+    after = stats.summary()["mean_length"]
+    assert after > 1.5 * before, (before, after)
+
+    runner.save(str(tmp_path / "model.pt"))
+    other = SyncFreeOnPolicyRunner(env, train_cfg(num_steps=16), log_dir=None, device="cpu")
+    other.load(str(tmp_path / "model.pt"))
+    obs = env.get_observations()
+    policy, loaded = runner.get_inference_policy(), other.get_inference_policy()
+    runner.export_policy_to_jit(str(tmp_path), "policy.pt")
+    jit = torch.jit.load(str(tmp_path / "policy.pt"))
+    with torch.inference_mode():
+        torch.testing.assert_close(loaded(copy.copy(obs)), policy(copy.copy(obs)))
+        torch.testing.assert_close(jit(obs["policy"]), policy(obs))
+    runner.export_policy_to_onnx(str(tmp_path), "policy.onnx")
+    assert (tmp_path / "policy.onnx").stat().st_size > 0
+
+
+def test_refuses_what_it_cannot_run_by_name() -> None:
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    with pytest.raises(ValueError, match=re.escape("RslRlVecEnv needs a SAME_STEP vector env")):
+        RslRlVecEnv(scripted_env(N, 8))
+    with pytest.raises(ValueError, match=re.escape("RslRlVecEnv needs a Box action space")):
+        RslRlVecEnv(FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N)))
+    shallow = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=1)
+    with pytest.raises(ValueError, match=re.escape("build it with published_buffer_depth>=2")):
+        RslRlVecEnv(shallow, max_episode_length=8)
+    with pytest.raises(ValueError, match=re.escape("RslRlVecEnv needs `max_episode_length`")):
+        RslRlVecEnv(FixedShapeAutoresetVectorEnv(scripted_env(N, 8)))

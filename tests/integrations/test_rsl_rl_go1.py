@@ -1,0 +1,105 @@
+"""rsl_rl on the Go1 task (``benchmarks/gpu/rsl_rl_go1.py``): mjlab's PPO config reaches rsl_rl unchanged, the
+per-term episode log (``RewardTermLog``) sums terms per finished episode, and a CPU run of one iteration
+writes training-curve rows that :func:`~gym_graphreset.bench.plotting.load_training_curve` accepts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+
+from gym_graphreset.bench.plotting import load_training_curve
+from gym_graphreset.integrations.common import RewardTermLog
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE = ROOT / "benchmarks" / "results" / "h200-mjlab-train-Go1-4096.json"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    """The benchmark script, imported from its path."""
+    spec = importlib.util.spec_from_file_location("rsl_rl_go1", ROOT / "benchmarks" / "gpu" / "rsl_rl_go1.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cfg_matches_mjlabs_recorded_go1_config(script: ModuleType) -> None:
+    """Every PPO, network and rollout setting equals the one mjlab's own Go1 run recorded."""
+    mjlab = json.loads(REFERENCE.read_text())["rl_cfg"]
+    ours = script.mjlab_go1_cfg()
+    assert ours["num_steps_per_env"] == mjlab["num_steps_per_env"]
+    for key in ("hidden_dims", "activation", "obs_normalization", "distribution_cfg"):
+        assert ours["actor"][key] == mjlab["actor"][key], key
+    for key in ("hidden_dims", "activation", "obs_normalization"):
+        assert ours["critic"][key] == mjlab["critic"][key], key
+    for key, value in mjlab["algorithm"].items():
+        if key not in ("class_name", "share_cnn_encoders"):  # FinalObsPPO is PPO; no CNN here
+            assert ours["algorithm"][key] == value, key
+    assert ours["algorithm"]["class_name"] == "gym_graphreset.integrations.rsl_rl:FinalObsPPO"
+    assert script.mjlab_go1_cfg(stock=True)["algorithm"]["class_name"] == "PPO"
+
+
+def test_reward_term_log_sums_each_finished_episode() -> None:
+    """Terms summed per row, moved to the totals when the row's episode ends, divided by the episode seconds."""
+    log = RewardTermLog(("a", "b"), episode_seconds=2.0, num_envs=3, device=torch.device("cpu"))
+    steps = [
+        (torch.tensor([[1.0, 0.0], [2.0, 1.0], [0.5, 0.5]]), torch.tensor([False, True, False])),
+        (torch.tensor([[1.0, 2.0], [4.0, 0.0], [0.5, 0.5]]), torch.tensor([True, False, False])),
+    ]
+    for terms, done in steps:
+        log.add({"reward_terms": terms}, done)
+    # ended: row 1 after step 1 (2, 1), row 0 after step 2 (2, 2); row 2 still running
+    assert log.summary() == {"a": pytest.approx((2 + 2) / 2 / 2.0), "b": pytest.approx((1 + 2) / 2 / 2.0)}
+    assert log.summary() == {"a": None, "b": None}  # cleared, and no episode ended since
+    log.add({"reward_terms": torch.ones(3, 2)}, torch.tensor([False, True, True]))
+    # ended: row 1's second episode (4 + 1, 0 + 1), row 2's first (0.5 + 0.5 + 1, 0.5 + 0.5 + 1)
+    assert log.summary() == {"a": pytest.approx((5 + 2) / 2 / 2.0), "b": pytest.approx((1 + 2) / 2 / 2.0)}
+
+
+def test_reward_term_log_refuses_a_non_positive_horizon() -> None:
+    """A zero episode length is refused by name."""
+    with pytest.raises(ValueError, match="episode_seconds"):
+        RewardTermLog(("a",), episode_seconds=0.0, num_envs=1, device=torch.device("cpu"))
+
+
+@pytest.mark.slow
+def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) -> None:
+    """One CPU iteration with short episodes: a row with every field, tracking rewards within their bounds."""
+    num_envs, horizon = 8, 10
+    argv = ["--device", "cpu", "--num-envs", str(num_envs), "--budget-s", "1", "--max-iterations", "1"]
+    argv += ["--max-episode-steps", str(horizon), "--out", str(tmp_path), "--reference", str(REFERENCE)]
+    assert script.main(argv) == 0
+    path = tmp_path / "rsl_rl_go1.json"
+    rows = load_training_curve(path)
+    assert len(rows) == 1
+    (row,) = rows
+    assert row["iteration"] == 0 and row["env_steps"] == 24 * num_envs and row["wall_s"] > 0
+    assert row["episodes"] >= num_envs  # 24 steps over a 10-step horizon: every row ended at least once
+    assert 1 <= row["episode_length"] <= horizon
+    for key in ("track_lin_vel", "track_ang_vel"):  # weight 2 x exp(...) <= 2 per second of the horizon
+        assert 0 < row[key] <= 2.0, key
+    record = json.loads(path.read_text())
+    assert record["stopped"] in ("budget", "max_iterations") and record["preset"] == "masked_persistent"
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert path.with_suffix(".png").is_file()
+
+
+def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bad sizes and a missing reference are refused by flag name before anything is built."""
+    for argv, flag in (
+        (["--num-envs", "0"], "--num-envs"),
+        (["--budget-s", "0"], "--budget-s"),
+        (["--max-episode-steps", "0"], "--max-episode-steps"),
+        (["--reference", "/nonexistent.json"], "--reference"),
+    ):
+        with pytest.raises(SystemExit):
+            script.main(argv)
+        assert flag in capsys.readouterr().err

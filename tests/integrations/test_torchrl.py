@@ -1,0 +1,113 @@
+"""The TorchRL adapter: GymWrapper's rollout and Collector keep every step's tensors, on every preset."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+from gymnasium.vector import VectorWrapper
+
+torchrl_envs = pytest.importorskip("torchrl.envs", reason="torchrl is the optional `torchrl` extra")
+
+from gym_graphreset import FixedShapeAutoresetVectorEnv  # noqa: E402
+from gym_graphreset.envs import CartPoleVectorEnv  # noqa: E402
+from gym_graphreset.integrations.torchrl import torchrl_env  # noqa: E402
+from tests.conftest import preset_device  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+N, STEPS = 4, 12
+
+
+def _cartpole(preset: str) -> FixedShapeAutoresetVectorEnv:
+    inner = CartPoleVectorEnv(N, max_episode_steps=5, device=preset_device(preset))  # truncations happen
+    return FixedShapeAutoresetVectorEnv(inner, preset)
+
+
+def _action(t: int, device: torch.device) -> torch.Tensor:
+    return (torch.arange(N, device=device) + t) % 2
+
+
+class _Recorder(VectorWrapper):
+    """Clones (obs, true next obs, truncated, reward) of each step as the env returns it; passes the originals on."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        super().__init__(env)
+        self.records: list[tuple[torch.Tensor, ...]] = []
+        self.current: torch.Tensor | None = None
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        self.current = obs.clone()
+        return obs, info
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        done = (terminated | truncated).view(-1, 1)
+        true_next = torch.where(done, info["final_obs"], obs) if "final_obs" in info else obs
+        self.records.append((self.current, true_next.clone(), truncated.clone(), reward.clone()))
+        self.current = obs.clone()
+        return obs, reward, terminated, truncated, info
+
+
+def _recorded(preset: str) -> _Recorder:
+    env = _cartpole(preset)
+    env.reset(seed=0)
+    return _Recorder(env)
+
+
+class _Policy:
+    def __init__(self) -> None:
+        self.t = 0
+
+    def __call__(self, td):
+        td.set("action", _action(self.t, td.device))
+        self.t += 1
+        return td
+
+
+def test_rollout_longer_than_the_ring_matches_the_env(preset: str) -> None:
+    """12 steps through a depth-2 ring: observation, next observation and truncated as the env gave them."""
+    recorder = _recorded(preset)
+    rollout = torchrl_env(recorder).rollout(STEPS, policy=_Policy(), break_when_any_done=False)
+    expected = recorder.records[-STEPS:]
+    assert rollout["next", "done"].any()
+    for t, (obs, nxt, truncated, reward) in enumerate(expected):
+        torch.testing.assert_close(rollout["observation"][:, t], obs)
+        torch.testing.assert_close(rollout["next", "observation"][:, t], nxt)
+        assert torch.equal(rollout["next", "truncated"][:, t].squeeze(-1), truncated)
+        torch.testing.assert_close(rollout["next", "reward"][:, t].squeeze(-1), reward)
+
+
+def test_collector_batches_match_the_env(preset: str) -> None:
+    from torchrl.collectors import Collector
+
+    recorder = _recorded(preset)
+    collector = Collector(torchrl_env(recorder), _Policy(), frames_per_batch=N * STEPS, total_frames=N * STEPS)
+    batch = next(iter(collector))
+    collector.shutdown()
+    expected = recorder.records[-STEPS:]
+    for t, (obs, nxt, truncated, _) in enumerate(expected):
+        torch.testing.assert_close(batch["observation"][:, t], obs)
+        torch.testing.assert_close(batch["next", "observation"][:, t], nxt)
+        assert torch.equal(batch["next", "truncated"][:, t].squeeze(-1), truncated)
+
+
+def test_done_rows_carry_the_true_last_state(preset: str) -> None:
+    env = _cartpole(preset)
+    env.reset(seed=0)
+    rollout = torchrl_env(env).rollout(80, break_when_any_done=False)
+    done = rollout["next", "done"].squeeze(-1)
+    assert done.sum() > 0
+    for env_i, t in done.nonzero().tolist():
+        final = rollout["next", "observation"][env_i, t]
+        terminal = final[0].abs() > 2.4 or final[2].abs() > 12 * 2 * math.pi / 360
+        assert terminal or bool(rollout["next", "truncated"][env_i, t])  # the true last state, not the reset one
+        if t + 1 < rollout.shape[1]:
+            assert rollout["observation"][env_i, t + 1].abs().max() <= 0.05  # the next episode's first obs
+
+
+def test_needs_same_step() -> None:
+    with pytest.raises(ValueError, match=re.escape("torchrl_env needs a SAME_STEP vector env")):
+        torchrl_env(CartPoleVectorEnv(2))
