@@ -1,17 +1,10 @@
 """``gym_graphreset/Go1-Velocity-Flat-v0``: Unitree Go1 velocity tracking at mjlab 1.6's spec.
 
-The env (:mod:`~gym_graphreset.envs.go1.env`), its numbers (:mod:`~gym_graphreset.envs.go1.cfg`), the model
-(:mod:`~gym_graphreset.envs.go1.model`), the command (:mod:`~gym_graphreset.envs.go1.command`) and its terms
-(:mod:`~gym_graphreset.envs.go1.terms`).
+The env (:mod:`~gym_graphreset.envs.go1.env`), its configuration on the task layer
+(:mod:`~gym_graphreset.envs.go1.cfg`) and the model (:mod:`~gym_graphreset.envs.go1.model`).
 """
 
-from gym_graphreset.envs.go1.cfg import REWARD_NAMES, Go1VelocityCfg
-from gym_graphreset.envs.go1.env import (
-    Go1VelocityFlatEnv,
-)
+from gym_graphreset.envs.go1.cfg import GO1, REWARD_NAMES, go1_velocity_flat_cfg
+from gym_graphreset.envs.go1.env import Go1VelocityFlatEnv
 
-__all__ = [
-    "REWARD_NAMES",
-    "Go1VelocityCfg",
-    "Go1VelocityFlatEnv",
-]
+__all__ = ["GO1", "REWARD_NAMES", "Go1VelocityFlatEnv", "go1_velocity_flat_cfg"]

@@ -77,8 +77,8 @@ class MJWarpVectorEnv(VectorEnv):
         cinert: ``(nworld, nbody, 10)``; ``cvel``: ``(nworld, nbody, 6)``; ``cfrc_ext``: ``(nworld, nbody, 6)``.
         qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
         overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
-        checks: The :class:`~gym_graphreset.envs.mjwarp.checks.WorldChecks` a step records (subclasses that
-            override :meth:`step` call ``checks.record(qpos, qvel)`` after the physics) and
+        checks: The :class:`~gym_graphreset.envs.mjwarp.checks.WorldChecks` that
+            the step records after the physics (``checks.record(qpos, qvel)``) and
             :meth:`add_checks` latches.
         overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (``checks.seen``).
         state_finite: ``(nworld,)`` bool, whether each world's qpos and qvel were finite after the last
@@ -131,6 +131,8 @@ class MJWarpVectorEnv(VectorEnv):
         self._load_model(model, model_edits)
         self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
+        with self._on_stream():
+            self._setup_task()
         from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
 
         own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
@@ -203,6 +205,38 @@ class MJWarpVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     # ------------------------------------------------------------------ task hooks
+
+    def _setup_task(self) -> None:
+        """Allocate the task's state: the model is on the device, no world has been reset yet (no-op here)."""
+
+    def _apply_actions(self, action: torch.Tensor) -> None:
+        """Write this step's actions (float32, on the device) to the actuators (default: ``ctrl`` as they are)."""
+        self.ctrl.copy_(action)
+
+    def _task_step(
+        self, before: torch.Tensor | None, action: torch.Tensor
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Everything after the physics: ``(obs, reward, terminated, truncated, info)``.
+
+        ``before`` is the progress position before the physics (``None`` unless ``tracks_progress``). The
+        default observes, asks :meth:`_reward_terminated`, and truncates at ``max_episode_steps``.
+        """
+        assert before is not None
+        after = self._progress()
+        self._progress_buf.copy_(after)
+        obs = self._observe()
+        reward, terminated = self._reward_terminated(before, after, action)
+        return obs, reward, terminated, self.elapsed >= self.max_episode_steps, {}
+
+    def _before_reset(self, mask: torch.Tensor) -> None:
+        """Runs before the worlds of ``mask`` are reset (e.g. curricula reading the terminal state); no-op here."""
+
+    def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
+        """The observation after the worlds of ``mask`` were reset (``seeded``: ``reset(seed=...)``)."""
+        return self._observe()
+
+    tracks_progress: bool = True
+    """Whether the step keeps the progress position (``_progress``) for :meth:`_reward_terminated`."""
 
     def _observe(self) -> torch.Tensor:
         """Observation of every world, ``(num_envs, obs_dim)`` float32."""
@@ -319,34 +353,37 @@ class MJWarpVectorEnv(VectorEnv):
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection).
+
+        The order is fixed: :meth:`_before_reset`, the masked physics reset (with
+        :meth:`_sample_initial_state`'s draws), then :meth:`_after_reset`, which observes.
+        """
         self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
         with self._on_stream():
+            self._before_reset(mask)
             self._masked_reset(mask)
-            obs = self._observe()
+            obs = self._after_reset(mask, seed is not None)
         return obs, {}
 
-    def step(
-        self, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Write ``actions`` to ctrl, run ``frame_skip`` substeps, compute obs, reward and flags."""
-        if actions.shape != self.ctrl.shape:
-            raise ValueError(f"actions must have shape {tuple(self.ctrl.shape)}, got {tuple(actions.shape)}")
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Write ``actions``, run ``frame_skip`` substeps, record the engine's checks, then the task's step.
+
+        The order is fixed (subclasses fill :meth:`_apply_actions` and :meth:`_task_step`), so no task can
+        skip the overflow and finite-state record that :meth:`add_checks` latches.
+        """
+        want = (self.num_envs, *self.single_action_space.shape)
+        if tuple(actions.shape) != want:
+            raise ValueError(f"actions must have shape {want}, got {tuple(actions.shape)}")
         with self._on_stream():
             action = actions.to(self.device, torch.float32)
-            self.ctrl.copy_(action)
-            before = self._progress_buf.clone()
+            before = self._progress_buf.clone() if self.tracks_progress else None
+            self._apply_actions(action)
             self.runtime.run("physics", self._physics_body)
-            after = self._progress()
-            self._progress_buf.copy_(after)
             self.elapsed.add_(1)
             self.checks.record(self.qpos, self.qvel)
-            obs = self._observe()
-            reward, terminated = self._reward_terminated(before, after, action)
-            truncated = self.elapsed >= self.max_episode_steps
-        return obs, reward, terminated, truncated, {}
+            return self._task_step(before, action)
 
     def add_checks(self, latch: CheckSink) -> None:
         """Latch the overflow bits and the finite state of the last step (before its reset); no host read."""

@@ -1,0 +1,80 @@
+"""Counter-based draws of a task: named word ranges in one hash pass per key, and collision-free streams.
+
+A task draws from three blocks, each one hash pass of :func:`~gym_graphreset.core.rng.counter_bits` per use:
+
+- ``reset`` (stream ``rng_stream``), keyed by the row's episode index: every draw a new episode needs;
+- ``step`` (stream ``rng_stream + 10``), keyed by (episode, step within the episode): per-step draws;
+- ``startup`` (stream ``rng_stream + 20``), keyed by the world alone: per-world randomisation.
+
+Inside a block, every term that draws gets its own range of words, allocated at construction in the
+managers' order (reset block: reset events, commands, interval timers; step block: commands, interval
+events, observation noise) and each term's declaration order. Word ``i`` of a block is a pure function of
+(seed, global env index, key, stream, ``i``), so a term's draws do not depend on how many words other terms
+take after it, on ``num_envs``, or on which rows reset. Terms that want draws of their own outside these
+blocks ask :class:`StreamAllocator` for a stream: one per name, never shared.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gym_graphreset.core.rng import EpisodeKeys, bits_to_uniform, counter_bits
+
+__all__ = ["DrawBlock", "StreamAllocator"]
+
+STEP_KEY_STRIDE = 65536
+"""The step block's key is ``episode * STEP_KEY_STRIDE + step``."""
+
+
+class DrawBlock:
+    """Word ranges of one block, allocated by name; :meth:`draw` makes every word of the block in one pass."""
+
+    def __init__(self, name: str, stream: int) -> None:
+        self.name, self.stream = name, stream
+        self.ranges: dict[str, slice] = {}
+        self.size = 0
+        self._frozen = False
+
+    def allocate(self, owner: str, words: int) -> slice:
+        """The next ``words`` words of the block for ``owner`` (a unique name, e.g. ``"events.push_robot"``)."""
+        if self._frozen:
+            raise RuntimeError(f"draw block {self.name!r} is frozen: allocate every range at construction")
+        if owner in self.ranges:
+            raise ValueError(f"draw block {self.name!r}: {owner!r} already has words {self.ranges[owner]}")
+        if words < 0:
+            raise ValueError(f"draw block {self.name!r}: {owner!r} asked for {words} words (must be >= 0)")
+        self.ranges[owner] = slice(self.size, self.size + words)
+        self.size += words
+        return self.ranges[owner]
+
+    def freeze(self) -> None:
+        """No more ranges (the managers are built)."""
+        self._frozen = True
+
+    def draw(self, keys: EpisodeKeys, key: torch.Tensor) -> torch.Tensor:
+        """Uniform ``[0, 1)`` words ``(num_envs, size)`` of every row for ``key`` ``(num_envs,)`` (no host read)."""
+        return bits_to_uniform(counter_bits(keys.seed, keys.env_ids, key, self.size, stream=self.stream))
+
+    def layout(self) -> dict[str, tuple[int, int]]:
+        """Owner -> ``(first word, end)``: which words each term reads (printed by ``env.describe()``)."""
+        return {owner: (s.start, s.stop) for owner, s in self.ranges.items()}
+
+
+class StreamAllocator:
+    """Hands out counter-RNG streams by name: the same name gets the same stream, two names never share one.
+
+    Streams start above every block of the task (``base``) and step by 2048, so that a stream and
+    :func:`~gym_graphreset.core.rng.counter_normal`'s ``stream + 1000`` never meet another allocation.
+    """
+
+    STRIDE = 2048
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.streams: dict[str, int] = {}
+
+    def __call__(self, name: str) -> int:
+        """The stream of ``name`` (allocated on first use)."""
+        if name not in self.streams:
+            self.streams[name] = self.base + self.STRIDE * (len(self.streams) + 1)
+        return self.streams[name]

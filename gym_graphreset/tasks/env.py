@@ -1,0 +1,386 @@
+"""``ManagerBasedEnv``: a MuJoCo Warp task declared as a :class:`~gym_graphreset.tasks.cfg.TaskCfg`.
+
+The engine env (:class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv`) fixes ``step`` and ``reset``; this
+class fills its task hooks with the managers of :mod:`~gym_graphreset.tasks.managers`, so no task writes a
+step of its own (or can forget the engine's checks). One env step:
+
+1. actions: keep the raw action, write the actuator targets;
+2. physics (``decimation`` substeps), the engine's overflow and finite-state record;
+3. sensors; rewards (weighted, x dt, per-term episode sums); terminations (failures / time-outs);
+4. one pass of step draws; commands (count down, resample, steer); interval events (per-env timers);
+5. metrics; observations (noise from the step draws, clip, scale, delay, history).
+
+A reset of the rows of a mask: curriculum (on the terminal state), the engine's masked reset (reset events
+write the initial state), startup events again when seeded, then every manager's ``reset(rows)`` and the
+observation. Everything is full width with masked writes and counter-based draws
+(:mod:`~gym_graphreset.tasks.draws`), so the step and the reset read nothing on the host, the selected-row
+and masked paths agree bit for bit on the CPU, and the whole step can be captured in one CUDA graph.
+
+``info`` of a step: ``reward_terms`` ``(n, k)`` this step's weighted terms (``reward_names``),
+``episode_reward_sums`` ``(n, k)`` their sums over the episode so far (on a done row: the finished
+episode's; mjlab logs ``mean(sum) / episode_length_s`` as ``Episode_Reward/<name>``), ``terminations``
+``(n, K)`` each termination term's verdict (``termination_names``), and ``metrics`` (episode means).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
+
+from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
+from gym_graphreset.tasks.cfg import CommandTerm, SensorTerm, TaskCfg
+from gym_graphreset.tasks.draws import STEP_KEY_STRIDE, DrawBlock, StreamAllocator
+from gym_graphreset.tasks.managers import (
+    ActionManager,
+    CurriculumManager,
+    EventManager,
+    MetricManager,
+    ObservationManager,
+    RewardManager,
+    TerminationManager,
+)
+
+__all__ = ["InitialState", "ManagerBasedEnv"]
+
+
+@dataclass
+class InitialState:
+    """Full-width proposals of a new episode's state; the engine writes them on the reset rows only."""
+
+    qpos: torch.Tensor
+    qvel: torch.Tensor
+
+
+class ManagerBasedEnv(MJWarpVectorEnv):
+    """A manager-based task on MuJoCo Warp (see the module docstring).
+
+    Args:
+        cfg: The task.
+        num_envs: Worlds.
+        max_episode_steps: Truncation horizon of the ``time_out`` term (default: ``ceil(episode_length_s / dt)``).
+        **kwargs: Passed to :class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv` (``device``,
+            ``global_env_offset``...).
+
+    Attributes:
+        cfg: The task configuration.
+        step_dt: Seconds per env step (``decimation`` x the model's timestep).
+        common_step: ``()`` int64, env steps taken since construction (curricula key on it).
+        action, prev_action: ``(n, dim)`` this step's and the previous step's raw action.
+        commands, sensors: Command and sensor objects by name.
+        encoder_bias: ``(n, nj)`` per-world joint encoder bias (zero unless an event draws it).
+        joint_names: The action joints, in action order; ``joint_qpos_ids`` / ``joint_dof_ids`` their
+            ``qpos`` / ``qvel`` columns; ``default_joint_pos`` ``(nj,)``; ``soft_joint_limits`` ``(nj, 2)``.
+        observation_layout: ``{group: {term: column slice}}`` of the concatenated groups.
+        reward_names, termination_names: The columns of the step info's ``reward_terms`` / ``terminations``.
+        streams: A :class:`~gym_graphreset.tasks.draws.StreamAllocator` for terms' own draws.
+    """
+
+    tracks_progress = False
+
+    def __init__(self, cfg: TaskCfg, num_envs: int, *, max_episode_steps: int | None = None, **kwargs: Any) -> None:
+        if not isinstance(cfg, TaskCfg):
+            raise TypeError(f"`cfg` must be a TaskCfg, got {type(cfg).__name__}")
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 1
+        ):
+            raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
+        self.cfg = cfg
+        self._horizon = None if max_episode_steps is None else int(max_episode_steps)
+        self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.model_fields))
+        self.refresh = cfg.refresh
+        model = cfg.model() if callable(cfg.model) else cfg.model
+        kwargs.setdefault("njmax", cfg.njmax)
+        kwargs.setdefault("nconmax", cfg.nconmax)
+        super().__init__(model, num_envs, frame_skip=cfg.decimation, max_episode_steps=self._horizon or 1, **kwargs)
+
+    # ------------------------------------------------------------------ construction
+
+    def _setup_task(self) -> None:
+        """Resolve names, allocate every manager's state and draw ranges (the model is on the device)."""
+        import warp as wp
+
+        cfg = self.cfg
+        self.step_dt = self.dt
+        self.max_episode_steps = self._horizon or math.ceil(cfg.episode_length_s / self.step_dt - 1e-9)
+        self.subtree_com = wp.to_torch(self.d.subtree_com)
+        self.sensordata = wp.to_torch(self.d.sensordata)
+        self._cache: dict[Hashable, Any] = {}
+        self._constants: dict[Hashable, Any] = {}
+        self._model_defaults: dict[str, torch.Tensor] = {}
+        for name in self.batched_model_fields:
+            self._model_defaults[name] = self.model_field(name)[0].clone()
+        self.base_quat = self.qpos[:, 3:7]
+        self.base_body_id = self.body_id(cfg.base_body) if cfg.base_body is not None else 1
+        self.common_step = torch.zeros((), dtype=torch.long, device=self.device)
+        self._setup_joints()
+
+        stream = cfg.rng_stream
+        self.reset_block = DrawBlock("reset", stream)
+        self.step_block = DrawBlock("step", stream + 10)
+        self.startup_block = DrawBlock("startup", stream + 20)
+        self.streams = StreamAllocator(stream + 20)
+        self.action_manager = ActionManager(self)
+        self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
+        self.sensors: dict[str, SensorTerm] = {n: s.build(self) for n, s in cfg.sensors.items()}
+        self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
+        self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
+        # reset block: reset events (allocated above), commands, interval timers
+        self._command_reset_words = {n: self.reset_block.allocate(f"commands.{n}", c.reset_draws) for n, c in self.commands.items()}
+        self.event_manager.allocate_reset_timers()
+        # step block: commands, interval events, observation noise
+        self._command_step_words = {n: self.step_block.allocate(f"commands.{n}", c.step_draws) for n, c in self.commands.items()}
+        self.event_manager.allocate_step()
+        self.reward_manager = RewardManager(self)
+        self.termination_manager = TerminationManager(self)
+        self.curriculum_manager = CurriculumManager(self)
+        self.metric_manager = MetricManager(self)
+        self.initial_state = InitialState(self.init_qpos.expand(self.num_envs, -1).clone(), torch.zeros_like(self.qvel))
+        self._reset_u = torch.zeros(self.num_envs, self.reset_block.size, device=self.device)
+        self.observation_manager: ObservationManager | None = None  # built in _make_spaces: it probes terms
+
+    def _setup_joints(self) -> None:
+        """The action joints' columns, default pose and soft limits."""
+        import mujoco
+
+        mjm, cfg = self.mjm, self.cfg
+        names = tuple(dict.fromkeys(j for a in cfg.actions.values() for j in a.joint_names))
+        ids = []
+        for j in names:
+            jid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, j)
+            if jid < 0:
+                raise ValueError(f"TaskCfg.actions: the model has no joint {j!r}")
+            ids.append(jid)
+        unknown = sorted(set(cfg.default_joint_pos) - set(names))
+        if unknown:
+            raise ValueError(f"TaskCfg.default_joint_pos: {unknown} are not action joints ({list(names)})")
+        self.joint_names = names
+        dev = self.device
+        f = lambda x: torch.tensor(x, dtype=torch.float32, device=dev)  # noqa: E731
+        self.joint_qpos_ids = torch.tensor([int(mjm.jnt_qposadr[i]) for i in ids], device=dev)
+        self.joint_dof_ids = torch.tensor([int(mjm.jnt_dofadr[i]) for i in ids], device=dev)
+        qpos0 = [float(mjm.qpos0[int(mjm.jnt_qposadr[i])]) for i in ids]
+        self.default_joint_pos = f([cfg.default_joint_pos.get(j, q0) for j, q0 in zip(names, qpos0, strict=True)])
+        rng = mjm.jnt_range[ids]
+        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * cfg.soft_joint_limit_factor
+        self.soft_joint_limits = f(np.stack((mid - half, mid + half), axis=1))
+        self.encoder_bias = torch.zeros(self.num_envs, len(names), device=dev)
+
+    def _make_spaces(self) -> None:
+        """Action space from the action terms; the first full reset; observation spaces from its groups."""
+        n = self.num_envs
+        self.single_action_space = spaces.Box(-np.inf, np.inf, (self.action_manager.dim,), np.float32)
+        self.action_space = batch_space(self.single_action_space, n)
+        with self._on_stream():
+            self.observation_manager = ObservationManager(self, self.step_block)  # probes each term's width
+            for block in (self.reset_block, self.step_block, self.startup_block):
+                block.freeze()
+            self._masked_reset(self._all)
+            obs = self._after_reset(self._all, seeded=True)
+        self.observation_layout = self.observation_manager.layout
+        self.reward_names = self.reward_manager.names
+        self.termination_names = self.termination_manager.names
+        bound = self.cfg.obs_clip if self.cfg.obs_clip is not None else np.inf
+
+        def box(x: torch.Tensor) -> spaces.Box:
+            return spaces.Box(-bound, bound, (x.shape[1],), np.float32)
+
+        def group_space(v: Any) -> spaces.Space[Any]:
+            return spaces.Dict({k: box(t) for k, t in v.items()}) if isinstance(v, dict) else box(v)
+
+        if len(obs) == 1:
+            self.single_observation_space = group_space(next(iter(obs.values())))
+        else:
+            self.single_observation_space = spaces.Dict({k: group_space(v) for k, v in obs.items()})
+        self.observation_space = batch_space(self.single_observation_space, n)
+
+    # ------------------------------------------------------------------ what terms read
+
+    def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per step phase (cleared after the physics, after events and after a reset)."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def constant(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once for the env's lifetime (ids, offsets, scale tensors of a term)."""
+        if key not in self._constants:
+            self._constants[key] = compute()
+        return self._constants[key]
+
+    def invalidate(self) -> None:
+        """Forget this phase's cached values (the physics state changed)."""
+        self._cache.clear()
+
+    def _id(self, kind: Any, name: str, what: str) -> int:
+        import mujoco
+
+        i = mujoco.mj_name2id(self.mjm, kind, name)
+        if i < 0:
+            raise ValueError(f"{what}: the model has no {str(kind).split('_')[-1].lower()} {name!r}")
+        return int(i)
+
+    def body_id(self, name: str) -> int:
+        """The id of body ``name``."""
+        import mujoco
+
+        return self.constant(("body", name), lambda: self._id(mujoco.mjtObj.mjOBJ_BODY, name, "body_id"))
+
+    def site_ids(self, names: tuple[str, ...]) -> torch.Tensor:
+        """Ids of sites, ``(k,)`` on the device."""
+        import mujoco
+
+        return self.constant(
+            ("sites", names),
+            lambda: torch.tensor([self._id(mujoco.mjtObj.mjOBJ_SITE, s, "site_ids") for s in names], device=self.device),
+        )
+
+    def site_body_ids(self, names: tuple[str, ...]) -> torch.Tensor:
+        """The bodies the sites are fixed to, ``(k,)``."""
+        return self.constant(
+            ("site_bodies", names),
+            lambda: torch.tensor([int(self.mjm.site_bodyid[int(s)]) for s in self.site_ids(names).tolist()], device=self.device),
+        )
+
+    def site_offset(self, name: str) -> torch.Tensor:
+        """A site's position in its body's frame, expanded to ``(n, 3)``."""
+        import mujoco
+
+        sid = self._id(mujoco.mjtObj.mjOBJ_SITE, name, "site_offset")
+        return torch.tensor(self.mjm.site_pos[sid], dtype=torch.float32, device=self.device).expand(self.num_envs, 3)
+
+    def geom_ids(self, names: tuple[str, ...]) -> torch.Tensor:
+        """Ids of geoms, ``(k,)`` on the device."""
+        import mujoco
+
+        return self.constant(
+            ("geoms", names),
+            lambda: torch.tensor([self._id(mujoco.mjtObj.mjOBJ_GEOM, g, "geom_ids") for g in names], device=self.device),
+        )
+
+    def joint_index(self, names: tuple[str, ...], what: str) -> list[int]:
+        """Positions of ``names`` among the action joints."""
+        missing = [j for j in names if j not in self.joint_names]
+        if missing:
+            raise ValueError(f"{what}: {missing} are not action joints")
+        return [self.joint_names.index(j) for j in names]
+
+    def actuator_ids(self, joint_names: tuple[str, ...], what: str) -> list[int]:
+        """The actuator driving each joint (exactly one per joint)."""
+        import mujoco
+
+        mjm = self.mjm
+        out = []
+        for j in joint_names:
+            jid = self._id(mujoco.mjtObj.mjOBJ_JOINT, j, what)
+            acts = [a for a in range(mjm.nu) if int(mjm.actuator_trnid[a, 0]) == jid and int(mjm.actuator_trntype[a]) == 0]
+            if len(acts) != 1:
+                raise ValueError(f"{what}: joint {j!r} must be driven by exactly one actuator, found {len(acts)}")
+            out.append(acts[0])
+        return out
+
+    def model_field(self, name: str) -> torch.Tensor:
+        """A per-world MuJoCo Warp model field (declared in an event's ``model_fields``), ``(n, ...)``."""
+        if name not in self.batched_model_fields:
+            raise ValueError(
+                f"model field {name!r} is not per-world: declare it in the event's `model_fields` "
+                f"(per-world now: {list(self.batched_model_fields)})"
+            )
+        import warp as wp
+
+        return self.constant(("model_field", name), lambda: wp.to_torch(getattr(self.m, name)))
+
+    def model_default(self, name: str) -> torch.Tensor:
+        """World 0's value of a per-world model field at construction (before any randomisation)."""
+        return self._model_defaults[name]
+
+    # ------------------------------------------------------------------ engine hooks
+
+    def _apply_actions(self, action: torch.Tensor) -> None:
+        self.action_manager.apply(action)
+
+    def _task_step(
+        self, before: torch.Tensor | None, action: torch.Tensor
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        self.common_step.add_(1)
+        self.invalidate()
+        for sensor in self.sensors.values():
+            sensor.update()
+        reward, terms = self.reward_manager.compute()
+        terminated, truncated = self.termination_manager.compute()
+        u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
+        for name, command in self.commands.items():
+            command.step(u[:, self._command_step_words[name]])
+        self.event_manager.run_interval(u)
+        self.invalidate()
+        self.metric_manager.compute()
+        assert self.observation_manager is not None
+        obs = self.observation_manager.compute(u)
+        info: dict[str, Any] = {
+            "reward_terms": terms,
+            "episode_reward_sums": self.reward_manager.episode_sums.clone(),
+            "terminations": self.termination_manager.flags.clone(),
+        }
+        if self.metric_manager.names:
+            info["metrics"] = {k: v.clone() for k, v in self.metric_manager.episode_means().items()}
+        return obs, reward, terminated, truncated, info
+
+    def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The reset block's draws of every row's new episode; reset events write the state proposals."""
+        u = self.reset_block.draw(self.keys, self.episode)
+        self._reset_u = u
+        state = self.initial_state
+        state.qpos = self.init_qpos.expand(self.num_envs, -1).clone()
+        state.qvel = torch.zeros_like(self.qvel)
+        self.event_manager.run_reset(self._reset_mask_view(), u)
+        return state.qpos, state.qvel
+
+    def _reset_mask_view(self) -> torch.Tensor:
+        """The mask of the reset in progress (the engine's persistent reset mask)."""
+        return self._reset_mask
+
+    def _before_reset(self, mask: torch.Tensor) -> None:
+        self.curriculum_manager.reset(mask)
+
+    def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
+        if seeded:
+            u0 = self.startup_block.draw(self.keys, torch.zeros_like(self.episode))
+            self.event_manager.run_startup(mask, u0)
+        u = self._reset_u
+        for name, command in self.commands.items():
+            command.reset(mask, u[:, self._command_reset_words[name]])
+        self.event_manager.restart_timers(mask, u)
+        self.action_manager.reset(mask)
+        for sensor in self.sensors.values():
+            sensor.reset(mask)
+        self.reward_manager.reset(mask)
+        self.metric_manager.reset(mask)
+        self.invalidate()
+        assert self.observation_manager is not None
+        self.observation_manager.reset(mask)
+        step_u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
+        return self.observation_manager.compute(step_u)
+
+    def _observe(self) -> Any:
+        raise RuntimeError("ManagerBasedEnv observes through its observation manager")
+
+    def describe(self) -> dict[str, Any]:
+        """The task as built: terms of every manager, observation columns and every term's draw words."""
+        return {
+            "actions": self.action_manager.kinds,
+            "observations": {g: {t: (s.start, s.stop) for t, s in cols.items()} for g, cols in self.observation_layout.items()},
+            "rewards": list(self.reward_names),
+            "terminations": list(self.termination_names),
+            "events": {m: [n for n, t in self.cfg.events.items() if t.mode == m] for m in ("startup", "reset", "interval")},
+            "commands": list(self.commands),
+            "sensors": list(self.sensors),
+            "curriculum": list(self.curriculum_manager.calls),
+            "metrics": list(self.metric_manager.names),
+            "draws": {b.name: b.layout() for b in (self.reset_block, self.step_block, self.startup_block)},
+        }

@@ -1,0 +1,410 @@
+"""The managers of a task: each turns one mapping of terms of a :class:`~gym_graphreset.tasks.cfg.TaskCfg` into
+full-width, masked, capturable tensor code, built once at construction.
+
+Every manager's ``reset(rows)`` takes a full-width bool mask and writes through it; none reads device data on
+the host, so the env's step and reset are the same code eagerly, on the masked path and inside a graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from gym_graphreset.tasks.cfg import (
+    EventTerm,
+    GaussianNoise,
+    JointEffortAction,
+    JointPositionAction,
+    ObsGroup,
+    ObsTerm,
+    RewardTerm,
+    StatefulTerm,
+    UniformNoise,
+)
+from gym_graphreset.tasks.draws import DrawBlock
+from gym_graphreset.tasks.history import CircularBuffer, DelayBuffer
+from gym_graphreset.tasks.mdp.commands import span
+
+if TYPE_CHECKING:
+    from gym_graphreset.tasks.env import ManagerBasedEnv
+
+__all__ = [
+    "ActionManager",
+    "CurriculumManager",
+    "EventManager",
+    "MetricManager",
+    "ObservationManager",
+    "RewardManager",
+    "TerminationManager",
+    "bind",
+]
+
+
+def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, Any], what: str) -> Callable[..., Any]:
+    """``func`` with ``env`` and ``params`` bound; a class is built once as ``func(env, **params)``.
+
+    Refuses params the function does not take, or required params not given, naming the term.
+    """
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # builtins: take them as they are
+        signature = None
+    if signature is not None:
+        accepted = signature.parameters
+        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+        unknown = [k for k in params if k not in accepted and not takes_kwargs]
+        if unknown:
+            raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} takes no parameter(s) {unknown}")
+    if inspect.isclass(func):
+        return func(env, **params)  # type: ignore[no-any-return]
+    return lambda *args: func(env, *args, **params)
+
+
+class ActionManager:
+    """Action terms in action order: the raw action, the previous one, and the actuator writes.
+
+    Attributes:
+        action: ``(n, dim)`` this step's raw action; ``prev_action``: the previous step's.
+    """
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.env = env
+        self.terms: list[tuple[str, slice, Any, torch.Tensor, torch.Tensor, torch.Tensor, DelayBuffer | None]] = []
+        start = 0
+        for name, term in env.cfg.actions.items():
+            joints = env.joint_index(term.joint_names, f"actions[{name!r}]")
+            actuator_list = env.actuator_ids(term.joint_names, f"actions[{name!r}]")
+            self._actuator_list = actuator_list
+            actuators = torch.tensor(actuator_list, device=env.device)
+            k = len(term.joint_names)
+            scale = term.scale if isinstance(term.scale, tuple) else (float(term.scale),) * k
+            if len(scale) != k:
+                raise ValueError(f"actions[{name!r}]: `scale` has {len(scale)} values for {k} joints")
+            scale_t = torch.tensor(scale, dtype=torch.float32, device=env.device)
+            offset = torch.zeros(k, device=env.device)
+            if isinstance(term, JointPositionAction) and term.use_default_offset:
+                offset = env.default_joint_pos[joints].clone()
+            delay = DelayBuffer(env.num_envs, term.delay, k, env.device, torch.float32) if term.delay else None
+            self.terms.append((name, slice(start, start + k), term, actuators, scale_t, offset, delay))
+            start += k
+        self.dim = start
+        self.action = torch.zeros(env.num_envs, self.dim, device=env.device)
+        self.prev_action = torch.zeros_like(self.action)
+        self._identity = len(self.terms) == 1 and self._actuator_list == list(range(env.mjm.nu))
+
+    def apply(self, raw: torch.Tensor) -> None:
+        """Keep ``raw`` as this step's action and write every term's actuator targets."""
+        env = self.env
+        self.prev_action.copy_(self.action)
+        self.action.copy_(raw)
+        for _name, cols, term, actuators, scale, offset, delay in self.terms:
+            a = raw[:, cols]
+            if delay is not None:
+                a = delay.delayed(a)
+            if term.clip is not None:
+                a = a.clamp(*term.clip)
+            target = offset + scale * a
+            if isinstance(term, JointPositionAction) and term.subtract_encoder_bias:
+                target = target - env.encoder_bias[:, cols]
+            if self._identity:
+                env.ctrl.copy_(target)
+            else:
+                env.ctrl[:, actuators] = target
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Zero the actions of the rows of ``rows``; their delay buffers start over."""
+        r1 = rows.unsqueeze(1)
+        self.action.copy_(torch.where(r1, 0.0, self.action))
+        self.prev_action.copy_(torch.where(r1, 0.0, self.prev_action))
+        for *_, delay in self.terms:
+            if delay is not None:
+                delay.restart(rows)
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """Action term -> its kind."""
+        return {name: "joint_effort" if isinstance(t, JointEffortAction) else "joint_position" for name, _, t, *_ in self.terms}
+
+
+class _ObsTermState:
+    """One observation term, bound, with its noise words, delay and history buffers."""
+
+    def __init__(self, env: ManagerBasedEnv, group: str, name: str, term: ObsTerm, corrupt: bool, block: DrawBlock):
+        self.name, self.term = name, term
+        self.call = bind(env, term.func, term.params, f"observations[{group!r}][{name!r}]")
+        sample = self.call()
+        if not isinstance(sample, torch.Tensor) or sample.dim() != 2 or sample.shape[0] != env.num_envs:
+            got = tuple(sample.shape) if isinstance(sample, torch.Tensor) else type(sample).__name__
+            raise ValueError(
+                f"observations[{group!r}][{name!r}]: {getattr(term.func, '__name__', term.func)!r} must return "
+                f"a ({env.num_envs}, k) tensor, got {got}"
+            )
+        self.width = int(sample.shape[1])
+        self.noise = term.noise if corrupt else None
+        self.words: slice | None = None
+        if self.noise is not None:
+            self.words = block.allocate(f"observations.{group}.{name}", self.width * self.noise.words_per_element)
+        dev = env.device
+        self.scale = None if term.scale is None else torch.tensor(term.scale, dtype=torch.float32, device=dev)
+        self.delay = DelayBuffer(env.num_envs, term.delay, self.width, dev, sample.dtype) if term.delay else None
+        self.history = (
+            CircularBuffer(env.num_envs, term.history_length, self.width, dev, sample.dtype)
+            if term.history_length
+            else None
+        )
+        self.out_width = self.width * max(1, term.history_length)
+
+    def __call__(self, u: torch.Tensor) -> torch.Tensor:
+        x = self.call()
+        noise, words = self.noise, self.words
+        if isinstance(noise, UniformNoise) and words is not None:
+            half, centre = 0.5 * (noise.high - noise.low), 0.5 * (noise.high + noise.low)
+            x = x + (2.0 * u[:, words] - 1.0) * half
+            if centre != 0.0:
+                x = x + centre
+        elif isinstance(noise, GaussianNoise) and words is not None:
+            w = u[:, words]
+            u1, u2 = w[:, : self.width] + 2.0**-25, w[:, self.width :]
+            x = x + (noise.mean + noise.std * torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * torch.pi * u2))
+        if self.term.clip is not None:
+            x = x.clamp(*self.term.clip)
+        if self.scale is not None:
+            x = x * self.scale
+        if self.delay is not None:
+            x = self.delay.delayed(x)
+        if self.history is not None:
+            x = self.history.push(x).flatten(1)
+        return x
+
+    def restart(self, rows: torch.Tensor) -> None:
+        for buf in (self.delay, self.history):
+            if buf is not None:
+                buf.restart(rows)
+
+
+class ObservationManager:
+    """Observation groups: ordered terms, noise from the step block, clip, scale, delay and history.
+
+    ``layout[group][term]`` is the term's column slice in its group's concatenated output.
+    """
+
+    def __init__(self, env: ManagerBasedEnv, block: DrawBlock) -> None:
+        self.env = env
+        self.groups: dict[str, tuple[ObsGroup, list[_ObsTermState]]] = {}
+        self.layout: dict[str, dict[str, slice]] = {}
+        for gname, group in env.cfg.observations.items():
+            states = [
+                _ObsTermState(env, gname, tname, term, group.enable_corruption, block) for tname, term in group.terms.items()
+            ]
+            self.groups[gname] = (group, states)
+            cols, start = {}, 0
+            for s in states:
+                cols[s.name] = slice(start, start + s.out_width)
+                start += s.out_width
+            self.layout[gname] = cols
+
+    def compute(self, u: torch.Tensor) -> dict[str, Any]:
+        """Every group's observation (``u``: this step's step-block draws)."""
+        clip = self.env.cfg.obs_clip
+        out: dict[str, Any] = {}
+        for gname, (group, states) in self.groups.items():
+            parts = [s(u) for s in states]
+            if group.concatenate:
+                value: Any = torch.cat(parts, dim=1)
+                for c in (group.clip, clip):
+                    if c is not None:
+                        value = value.clamp(-c, c)
+            else:
+                value = {s.name: p for s, p in zip(states, parts, strict=True)}
+                for c in (group.clip, clip):
+                    if c is not None:
+                        value = {k: v.clamp(-c, c) for k, v in value.items()}
+            out[gname] = value
+        return out
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """The delay and history buffers of the rows of ``rows`` start over."""
+        for _, states in self.groups.values():
+            for s in states:
+                s.restart(rows)
+
+
+class RewardManager:
+    """Weighted reward terms (weight x step dt), their sum, and per-term episode sums.
+
+    Attributes:
+        names: Terms with a non-zero weight, in declaration order (the columns of ``terms``).
+        weights: ``(k,)`` weight x dt of each (a curriculum may change them in place).
+        episode_sums: ``(n, k)`` this episode's sum of each weighted term.
+    """
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.env = env
+        active = {name: t for name, t in env.cfg.rewards.items() if t.weight != 0.0}
+        self.names = tuple(active)
+        self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in active.items()]
+        self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]
+        dev = env.device
+        self.weights = torch.tensor([t.weight for t in active.values()], dtype=torch.float32, device=dev) * env.step_dt
+        self.episode_sums = torch.zeros(env.num_envs, len(self.names), device=dev)
+        self.last = torch.zeros_like(self.episode_sums)
+
+    def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(reward ``(n,)``, weighted terms ``(n, k)``) of this step; adds the terms to the episode sums."""
+        if not self._calls:
+            zero = torch.zeros(self.env.num_envs, device=self.env.device)
+            return zero, self.last
+        terms = torch.stack([c() for c in self._calls], dim=1) * self.weights
+        self.episode_sums.add_(terms)
+        self.last.copy_(terms)
+        return terms.sum(dim=1), terms
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Zero the episode sums of the rows of ``rows``; stateful terms forget them."""
+        self.episode_sums.copy_(torch.where(rows.unsqueeze(1), 0.0, self.episode_sums))
+        for reset in self._resets:
+            reset(rows)
+
+    def set_weight(self, name: str, weight: torch.Tensor | float) -> None:
+        """Set term ``name``'s weight (x dt) on the device (a curriculum's write; no host read)."""
+        if name not in self.names:
+            raise KeyError(f"no reward term {name!r} with a non-zero weight; terms: {list(self.names)}")
+        i = self.names.index(name)
+        self.weights[i : i + 1].copy_(torch.as_tensor(weight, device=self.env.device).reshape(1) * self.env.step_dt)
+
+
+class TerminationManager:
+    """Done conditions: ``terminated`` is the OR of failures, ``truncated`` the OR of time-outs.
+
+    ``flags`` ``(n, k)`` holds each term's verdict of the last step (in declaration order, ``names``).
+    """
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.env = env
+        self.names = tuple(env.cfg.terminations)
+        self._calls = [bind(env, t.func, t.params, f"terminations[{n!r}]") for n, t in env.cfg.terminations.items()]
+        self.time_out = torch.tensor([t.time_out for t in env.cfg.terminations.values()], dtype=torch.bool, device=env.device)
+        self.flags = torch.zeros(env.num_envs, len(self.names), dtype=torch.bool, device=env.device)
+
+    def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(terminated, truncated) ``(n,)`` bool of this step."""
+        n, dev = self.env.num_envs, self.env.device
+        if not self._calls:
+            none = torch.zeros(n, dtype=torch.bool, device=dev)
+            return none, none.clone()
+        flags = torch.stack([c() for c in self._calls], dim=1)
+        self.flags.copy_(flags)
+        terminated = (flags & ~self.time_out).any(dim=1)
+        truncated = (flags & self.time_out).any(dim=1)
+        return terminated, truncated
+
+
+class EventManager:
+    """Startup, reset and interval events with their draw words and per-env interval timers."""
+
+    def __init__(self, env: ManagerBasedEnv, reset_block: DrawBlock, step_block: DrawBlock, startup_block: DrawBlock):
+        self.env = env
+        by_mode: dict[str, list[tuple[str, EventTerm]]] = {"startup": [], "reset": [], "interval": []}
+        for name, term in env.cfg.events.items():
+            by_mode[term.mode].append((name, term))
+        self._by_mode = by_mode
+        self.startup = [
+            (n, bind(env, t.func, t.params, f"events[{n!r}]"), startup_block.allocate(f"events.{n}", t.draws))
+            for n, t in by_mode["startup"]
+        ]
+        self.reset_events = [
+            (n, bind(env, t.func, t.params, f"events[{n!r}]"), reset_block.allocate(f"events.{n}", t.draws))
+            for n, t in by_mode["reset"]
+        ]
+        self._step_block, self._reset_block = step_block, reset_block
+        self.interval: list[tuple[str, Callable[..., Any], EventTerm, torch.Tensor]] = []
+        self.timers: dict[str, torch.Tensor] = {}
+
+    def allocate_step(self) -> None:
+        """Step-block words of the interval events (after the commands': the block's order)."""
+        for n, t in self._by_mode["interval"]:
+            call = bind(self.env, t.func, t.params, f"events[{n!r}]")
+            timer = torch.zeros(self.env.num_envs, device=self.env.device)
+            self.interval.append((n, call, t, timer))
+            self.timers[n] = timer
+            self._step_block.allocate(f"events.{n}", t.draws)
+            self._step_block.allocate(f"events.{n}.timer", 1)
+
+    def allocate_reset_timers(self) -> None:
+        """Reset-block words of the interval timers (after the commands': the block's order)."""
+        for n, _t in self._by_mode["interval"]:
+            self._reset_block.allocate(f"events.{n}.timer", 1)
+
+    def run_startup(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        """Every startup event on the worlds of ``rows``."""
+        for _name, call, words in self.startup:
+            call(rows, u[:, words])
+
+    def run_reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        """Every reset event (they write ``env.initial_state``)."""
+        for _name, call, words in self.reset_events:
+            call(rows, u[:, words])
+
+    def restart_timers(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        """Draw the interval timers of the rows starting an episode."""
+        for name, _call, term, timer in self.interval:
+            assert term.interval_range_s is not None
+            w = self._reset_block.ranges[f"events.{name}.timer"]
+            timer.copy_(torch.where(rows, span(u[:, w.start], *term.interval_range_s), timer))
+
+    def run_interval(self, u: torch.Tensor) -> None:
+        """Count every timer down; fire the events whose timer ran out and re-arm them."""
+        dt = self.env.step_dt
+        for name, call, term, timer in self.interval:
+            assert term.interval_range_s is not None
+            timer.sub_(dt)
+            fire = timer <= 0.0
+            call(fire, u[:, self._step_block.ranges[f"events.{name}"]])
+            w = self._step_block.ranges[f"events.{name}.timer"].start
+            timer.copy_(torch.where(fire, span(u[:, w], *term.interval_range_s), timer))
+
+
+class CurriculumManager:
+    """Curriculum terms run at each reset, before the reset rows' state is redrawn; their values are kept."""
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.calls = {n: bind(env, t.func, t.params, f"curriculum[{n!r}]") for n, t in env.cfg.curriculum.items()}
+        self.values: dict[str, torch.Tensor] = {}
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Run every term on the rows of ``rows``."""
+        for name, call in self.calls.items():
+            value = call(rows)
+            if isinstance(value, torch.Tensor):
+                if name in self.values and self.values[name].shape == value.shape:
+                    self.values[name].copy_(value)
+                else:
+                    self.values[name] = value.clone()
+
+
+class MetricManager:
+    """Per-step metrics averaged over each episode (``episode_means``, reset through the mask)."""
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.env = env
+        self.names = tuple(env.cfg.metrics)
+        self._calls = [bind(env, t.func, t.params, f"metrics[{n!r}]") for n, t in env.cfg.metrics.items()]
+        self.sums = torch.zeros(env.num_envs, len(self.names), device=env.device)
+
+    def compute(self) -> None:
+        """Add this step's values."""
+        if self._calls:
+            self.sums.add_(torch.stack([c().float() for c in self._calls], dim=1))
+
+    def episode_means(self) -> dict[str, torch.Tensor]:
+        """Each metric's mean over the episode so far, per row."""
+        steps = self.env.elapsed.clamp(min=1).unsqueeze(1).float()
+        means = self.sums / steps
+        return {n: means[:, i] for i, n in enumerate(self.names)}
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Zero the rows of ``rows``."""
+        self.sums.copy_(torch.where(rows.unsqueeze(1), 0.0, self.sums))

@@ -1,0 +1,85 @@
+"""The terms of manager-based tasks: observations, rewards, terminations, events, commands, sensors, curricula.
+
+Import as ``from gym_graphreset.tasks import mdp`` and name terms as mjlab does (``mdp.base_lin_vel``,
+``mdp.track_linear_velocity``...). The tensor math they share is :mod:`~gym_graphreset.tasks.mdp.math`.
+"""
+
+from gym_graphreset.tasks.mdp import math
+from gym_graphreset.tasks.mdp.commands import VelocityCommand, VelocityCommandCfg
+from gym_graphreset.tasks.mdp.curricula import reward_weight_by_step
+from gym_graphreset.tasks.mdp.events import (
+    push_by_setting_velocity,
+    randomize_body_com,
+    randomize_encoder_bias,
+    randomize_geom_friction,
+    reset_joints_by_offset,
+    reset_root_state_uniform,
+)
+from gym_graphreset.tasks.mdp.observations import (
+    base_ang_vel,
+    base_lin_vel,
+    contact_air_time,
+    contact_force_log,
+    contact_found,
+    generated_commands,
+    imu_lin_vel,
+    joint_pos_rel,
+    joint_vel,
+    last_action,
+    projected_gravity,
+    site_height,
+)
+from gym_graphreset.tasks.mdp.rewards import (
+    FootSwingHeight,
+    VariablePosture,
+    action_rate_l2,
+    feet_clearance,
+    feet_slip,
+    joint_pos_limits,
+    soft_landing,
+    track_angular_velocity,
+    track_linear_velocity,
+    upright,
+)
+from gym_graphreset.tasks.mdp.sensors import ContactSensor, ContactSensorCfg
+from gym_graphreset.tasks.mdp.terminations import bad_orientation, root_height_below, time_out
+
+__all__ = [
+    "ContactSensor",
+    "ContactSensorCfg",
+    "FootSwingHeight",
+    "VariablePosture",
+    "VelocityCommand",
+    "VelocityCommandCfg",
+    "action_rate_l2",
+    "bad_orientation",
+    "base_ang_vel",
+    "base_lin_vel",
+    "contact_air_time",
+    "contact_force_log",
+    "contact_found",
+    "feet_clearance",
+    "feet_slip",
+    "generated_commands",
+    "imu_lin_vel",
+    "joint_pos_limits",
+    "joint_pos_rel",
+    "joint_vel",
+    "last_action",
+    "math",
+    "projected_gravity",
+    "push_by_setting_velocity",
+    "randomize_body_com",
+    "randomize_encoder_bias",
+    "randomize_geom_friction",
+    "reset_joints_by_offset",
+    "reset_root_state_uniform",
+    "reward_weight_by_step",
+    "root_height_below",
+    "site_height",
+    "soft_landing",
+    "time_out",
+    "track_angular_velocity",
+    "track_linear_velocity",
+    "upright",
+]

@@ -1,0 +1,34 @@
+"""Curriculum terms: ``func(env, rows, **params)`` at each reset, on the device; what they return is logged."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from gym_graphreset.tasks.env import ManagerBasedEnv
+
+__all__ = ["reward_weight_by_step"]
+
+
+def reward_weight_by_step(
+    env: ManagerBasedEnv, rows: torch.Tensor, term: str, stages: tuple[tuple[int, float], ...]
+) -> torch.Tensor:
+    """A global curriculum: reward ``term``'s weight follows ``(first env step, weight)`` stages.
+
+    The weight is looked up on the device from the env's step counter (no host read) and written into the
+    reward manager's weight vector (times the step dt); returns the current weight.
+    """
+    table = env.constant(
+        ("weight_stages", term, stages),
+        lambda: (
+            torch.tensor([s for s, _ in stages], device=env.device),
+            torch.tensor([w for _, w in stages], dtype=torch.float32, device=env.device),
+        ),
+    )
+    steps, weights = table
+    stage = (env.common_step >= steps).sum() - 1
+    weight = weights.index_select(0, stage.view(1))[0]
+    env.reward_manager.set_weight(term, weight)
+    return weight

@@ -1,0 +1,163 @@
+"""Reward terms: ``func(env, **params) -> (num_envs,)`` (or a class built once, called every step).
+
+The env multiplies each by its weight and the step dt. Terms gated by an active command (foot terms) take
+``command_name`` and ``command_threshold``: they are zero while the command is near zero.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import torch
+
+from gym_graphreset.tasks.mdp import math as M
+from gym_graphreset.tasks.mdp import observations as O
+
+if TYPE_CHECKING:
+    from gym_graphreset.tasks.env import ManagerBasedEnv
+
+__all__ = [
+    "FootSwingHeight",
+    "VariablePosture",
+    "action_rate_l2",
+    "feet_clearance",
+    "feet_slip",
+    "joint_pos_limits",
+    "per_joint",
+    "soft_landing",
+    "track_angular_velocity",
+    "track_linear_velocity",
+    "upright",
+]
+
+
+def per_joint(env: ManagerBasedEnv, values: float | Mapping[str, float], what: str) -> list[float]:
+    """One value per action joint from a number or ``{regex: value}`` (the first matching pattern wins)."""
+    if not isinstance(values, Mapping):
+        return [float(values)] * len(env.joint_names)
+    out = []
+    for joint in env.joint_names:
+        match = next((v for pattern, v in values.items() if re.fullmatch(pattern, joint)), None)
+        if match is None:
+            raise ValueError(f"{what}: no pattern of {list(values)} matches joint {joint!r}")
+        out.append(float(match))
+    return out
+
+
+def _active(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.Tensor:
+    return M.active_command(env.commands[command_name].command, threshold)
+
+
+def track_linear_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
+    """``exp(-(|cmd_xy - v_xy|^2 + v_z^2) / std^2)`` in the base frame."""
+    return M.track_linear_velocity(env.commands[command_name].command, O.base_lin_vel(env), std)
+
+
+def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
+    """``exp(-((cmd_wz - w_z)^2 + |w_xy|^2) / std^2)`` in the base frame."""
+    return M.track_angular_velocity(env.commands[command_name].command, O.base_ang_vel(env), std)
+
+
+def upright(env: ManagerBasedEnv, std: float) -> torch.Tensor:
+    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity: 1 when level."""
+    return M.upright(O.projected_gravity(env), std)
+
+
+def joint_pos_limits(env: ManagerBasedEnv) -> torch.Tensor:
+    """How far the joints are outside their soft limits, summed."""
+    return M.joint_pos_limits(env.qpos[:, env.joint_qpos_ids], env.soft_joint_limits)
+
+
+def action_rate_l2(env: ManagerBasedEnv) -> torch.Tensor:
+    """``|a_t - a_{t-1}|^2``."""
+    return (env.action - env.prev_action).square().sum(dim=1)
+
+
+def feet_clearance(
+    env: ManagerBasedEnv, sites: tuple[str, ...], target_height: float, command_name: str, command_threshold: float
+) -> torch.Tensor:
+    """``sum_f |h_f - target| * |v_xy,f|`` while the command is active."""
+    height, vel = O.feet(env, sites)
+    return M.feet_clearance(height, vel, target_height) * _active(env, command_name, command_threshold)
+
+
+def feet_slip(
+    env: ManagerBasedEnv, sites: tuple[str, ...], sensor_name: str, command_name: str, command_threshold: float
+) -> torch.Tensor:
+    """``sum_f |v_xy,f|^2`` over feet in contact, while the command is active."""
+    _, vel = O.feet(env, sites)
+    slip = M.feet_slip(env.sensors[sensor_name].in_contact, vel)
+    return slip * _active(env, command_name, command_threshold)
+
+
+def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, command_threshold: float) -> torch.Tensor:
+    """``sum_f |F_f|`` over feet that touched down this step, while the command is active."""
+    sensor = env.sensors[sensor_name]
+    return M.soft_landing(sensor.force, sensor.first_contact) * _active(env, command_name, command_threshold)
+
+
+class FootSwingHeight:
+    """``sum_f (peak_f / target - 1)^2`` at each touch-down: the swing's apex should reach ``target_height``.
+
+    Keeps each foot's peak height since its lift-off (reset with the episode).
+    """
+
+    def __init__(
+        self,
+        env: ManagerBasedEnv,
+        sites: tuple[str, ...],
+        sensor_name: str,
+        target_height: float,
+        command_name: str,
+        command_threshold: float,
+    ) -> None:
+        self.env, self.sites, self.sensor_name = env, sites, sensor_name
+        self.target, self.command_name, self.threshold = target_height, command_name, command_threshold
+        self.peak_height = torch.zeros(env.num_envs, len(sites), device=env.device)
+
+    def __call__(self) -> torch.Tensor:
+        """This step's penalty."""
+        sensor = self.env.sensors[self.sensor_name]
+        touching = sensor.in_contact > 0
+        height, _ = O.feet(self.env, self.sites)
+        self.peak_height.copy_(torch.where(touching, self.peak_height, torch.maximum(self.peak_height, height)))
+        first = sensor.first_contact
+        swing = ((self.peak_height / self.target - 1.0).square() * first).sum(dim=1)
+        self.peak_height.copy_(torch.where(first > 0, 0.0, self.peak_height))
+        return swing * _active(self.env, self.command_name, self.threshold)
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Forget the peaks of the rows of ``rows``."""
+        self.peak_height.copy_(torch.where(rows.unsqueeze(1), 0.0, self.peak_height))
+
+
+class VariablePosture:
+    """``exp(-mean(dq^2 / s^2))`` with per-joint ``s`` picked by command speed (standing, walking, running).
+
+    ``std_*`` are one number or ``{joint regex: std}``; the regime is chosen by ``|v_xy| + |w_z|`` of the
+    command against ``walking_threshold`` and ``running_threshold``.
+    """
+
+    def __init__(
+        self,
+        env: ManagerBasedEnv,
+        std_standing: float | Mapping[str, float],
+        std_walking: float | Mapping[str, float],
+        std_running: float | Mapping[str, float],
+        walking_threshold: float,
+        running_threshold: float,
+        command_name: str,
+    ) -> None:
+        rows = [per_joint(env, s, "VariablePosture") for s in (std_standing, std_walking, std_running)]
+        self.env, self.command_name = env, command_name
+        self.std = torch.tensor(rows, dtype=torch.float32, device=env.device)
+        self.walking, self.running = walking_threshold, running_threshold
+
+    def __call__(self) -> torch.Tensor:
+        """This step's reward."""
+        env = self.env
+        rel = env.qpos[:, env.joint_qpos_ids] - env.default_joint_pos
+        command = env.commands[self.command_name].command
+        return M.variable_posture(rel, command, self.std, self.walking, self.running)

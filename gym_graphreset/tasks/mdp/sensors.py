@@ -1,0 +1,80 @@
+"""Sensors: state read from the physics after every step, before rewards and terminations.
+
+:class:`ContactSensorCfg` reads MuJoCo ``contact`` sensors (data ``found`` and ``force``, as the model
+declares them) and keeps the contact bookkeeping that legged rewards need: contact flags, net forces, air
+and contact times, and which feet touched down this step (mjlab's ``ContactSensor`` with air time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from gym_graphreset.tasks.env import ManagerBasedEnv
+
+__all__ = ["ContactSensor", "ContactSensorCfg"]
+
+
+@dataclass(frozen=True)
+class ContactSensorCfg:
+    """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and the net force (3)."""
+
+    sensor_names: tuple[str, ...]
+
+    def build(self, env: ManagerBasedEnv) -> ContactSensor:
+        """The sensor's state for ``env``."""
+        return ContactSensor(self, env)
+
+
+class ContactSensor:
+    """Contact flags and times of ``k`` bodies.
+
+    Attributes:
+        in_contact: ``(n, k)`` 1.0 / 0.0.
+        force: ``(n, k, 3)`` net contact force.
+        air_time, contact_time: ``(n, k)`` seconds since the last touch-down / lift-off.
+        first_contact: ``(n, k)`` 1.0 where the body touched down this step.
+    """
+
+    def __init__(self, cfg: ContactSensorCfg, env: ManagerBasedEnv) -> None:
+        import mujoco
+
+        mjm, n, device = env.mjm, env.num_envs, env.device
+        cols: list[int] = []
+        for name in cfg.sensor_names:
+            sid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)
+            if sid < 0:
+                raise ValueError(f"ContactSensorCfg: the model has no sensor {name!r}")
+            if int(mjm.sensor_dim[sid]) != 4:
+                raise ValueError(
+                    f"ContactSensorCfg: sensor {name!r} must give 4 values (found, force xyz), got {int(mjm.sensor_dim[sid])}"
+                )
+            adr = int(mjm.sensor_adr[sid])
+            cols += range(adr, adr + 4)
+        self.env, self.k = env, len(cfg.sensor_names)
+        contiguous = cols == list(range(cols[0], cols[0] + len(cols)))
+        self._cols = slice(cols[0], cols[0] + len(cols)) if contiguous else torch.tensor(cols, device=device)
+        z = lambda *s: torch.zeros(n, *s, device=device)  # noqa: E731
+        self.in_contact, self.force = z(self.k), z(self.k, 3)
+        self.air_time, self.contact_time, self.first_contact = z(self.k), z(self.k), z(self.k)
+
+    def update(self) -> None:
+        """Read this step's contacts; count air and contact time."""
+        env = self.env
+        data = env.sensordata[:, self._cols].view(env.num_envs, self.k, 4)
+        self.in_contact.copy_((data[..., 0] > 0).float())
+        self.force.copy_(data[..., 1:4])
+        touching = self.in_contact > 0
+        self.air_time.copy_(torch.where(touching, 0.0, self.air_time + env.step_dt))
+        self.contact_time.copy_(torch.where(touching, self.contact_time + env.step_dt, 0.0))
+        self.first_contact.copy_((touching & (self.contact_time < env.step_dt + 1e-6)).float())
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Clear the rows of ``rows``."""
+        m1 = rows.unsqueeze(1)
+        for buf in (self.air_time, self.contact_time, self.in_contact, self.first_contact):
+            buf.copy_(torch.where(m1, 0.0, buf))
+        self.force.copy_(torch.where(rows.view(-1, 1, 1), 0.0, self.force))
