@@ -54,9 +54,9 @@ MOVED: dict[str, str] = {
     "envs.mujoco_tasks": "envs.gym_mujoco.tasks",
     "envs.reset_heavy": "envs.gym_mujoco.reset_heavy",
     "envs.go1_cfg": "envs.go1.cfg",
-    "envs.go1_command": "envs.go1.command",
+    "envs.go1_command": "tasks.mdp.commands",
     "envs.go1_model": "envs.go1.model",
-    "envs.go1_terms": "envs.go1.terms",
+    "envs.go1_terms": "tasks.mdp.math",
 }
 """Old module (under ``gym_graphreset.``) -> where it lives now."""
 

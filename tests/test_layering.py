@@ -48,8 +48,18 @@ def _module(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
+    """Modules of the package imported at run time (imports under ``if TYPE_CHECKING:`` are annotations only)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gym_graphreset."):
             found.add(node.module.removeprefix("gym_graphreset."))
         elif isinstance(node, ast.Import):

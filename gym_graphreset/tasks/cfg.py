@@ -127,10 +127,18 @@ class ObsTerm:
         where = f"ObsTerm({getattr(self.func, '__name__', self.func)!r})"
         _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
         if self.clip is not None:
-            _check(len(self.clip) == 2 and self.clip[0] <= self.clip[1], where, f"`clip` must be (low, high), got {self.clip!r}")
+            _check(
+                len(self.clip) == 2 and self.clip[0] <= self.clip[1],
+                where,
+                f"`clip` must be (low, high), got {self.clip!r}",
+            )
         for name in ("delay", "history_length"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 0, where, f"`{name}` must be an int >= 0, got {value!r}")
+            _check(
+                isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                where,
+                f"`{name}` must be an int >= 0, got {value!r}",
+            )
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,9 @@ class RewardTerm:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check(math.isfinite(self.weight), f"RewardTerm({self.func!r})", f"`weight` must be finite, got {self.weight!r}")
+        _check(
+            math.isfinite(self.weight), f"RewardTerm({self.func!r})", f"`weight` must be finite, got {self.weight!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -176,9 +186,11 @@ class TerminationTerm:
 
 @dataclass(frozen=True)
 class EventTerm:
-    """An event: ``startup`` (once per world, and again on ``reset(seed=...)``), ``reset`` (every new episode,
-    before the physics state is written) or ``interval`` (per-env timers drawn from ``interval_range_s``,
-    restarted with each episode).
+    """An event of mode ``startup``, ``reset`` or ``interval``, with its draws and the model fields it writes.
+
+    ``startup``: once per world, and again on the reset rows of ``reset(seed=...)``; ``reset``: every new
+    episode, before the physics state is written; ``interval``: per-env timers drawn from
+    ``interval_range_s``, restarted with each episode.
 
     ``draws`` uniform words per row are handed to ``func`` as ``u``. A reset event may write the initial
     physics state through ``env.initial_state`` (``qpos``, ``qvel``: full-width proposals that the engine
@@ -195,21 +207,33 @@ class EventTerm:
 
     def __post_init__(self) -> None:
         where = f"EventTerm({getattr(self.func, '__name__', self.func)!r})"
-        _check(self.mode in ("startup", "reset", "interval"), where, f"`mode` must be 'startup', 'reset' or 'interval', got {self.mode!r}")
-        _check(isinstance(self.draws, int) and self.draws >= 0, where, f"`draws` must be an int >= 0, got {self.draws!r}")
+        _check(
+            self.mode in ("startup", "reset", "interval"),
+            where,
+            f"`mode` must be 'startup', 'reset' or 'interval', got {self.mode!r}",
+        )
+        _check(
+            isinstance(self.draws, int) and self.draws >= 0, where, f"`draws` must be an int >= 0, got {self.draws!r}"
+        )
         if self.mode == "interval":
             _check(self.interval_range_s is not None, where, "an 'interval' event needs `interval_range_s`")
             assert self.interval_range_s is not None
             _finite_range(where, "interval_range_s", self.interval_range_s)
-            _check(self.interval_range_s[0] > 0, where, f"`interval_range_s` must be > 0, got {self.interval_range_s!r}")
+            _check(
+                self.interval_range_s[0] > 0, where, f"`interval_range_s` must be > 0, got {self.interval_range_s!r}"
+            )
         else:
-            _check(self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}")
+            _check(
+                self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}"
+            )
 
 
 @dataclass(frozen=True)
 class CurriculumTerm:
-    """``func(env, rows, **params)`` at every reset, before the reset rows' state is redrawn (mjlab's order);
-    what it returns is published as ``info["curriculum"][name]``."""
+    """``func(env, rows, **params)`` at every reset, before the reset rows' state is redrawn (mjlab's order).
+
+    What it returns is kept in ``env.curriculum_manager.values[name]``.
+    """
 
     func: Func
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -360,7 +384,9 @@ class TaskCfg:
             f"`decimation` must be an int >= 1, got {self.decimation!r}",
         )
         _check(
-            isinstance(self.episode_length_s, (int, float)) and math.isfinite(self.episode_length_s) and self.episode_length_s > 0,
+            isinstance(self.episode_length_s, (int, float))
+            and math.isfinite(self.episode_length_s)
+            and self.episode_length_s > 0,
             where,
             f"`episode_length_s` must be a finite number > 0, got {self.episode_length_s!r}",
         )
@@ -409,24 +435,39 @@ class TaskCfg:
 
     # ------------------------------------------------------------------ editing (a new frozen config each time)
 
-    _KINDS: ClassVar[tuple[str, ...]] = ("actions", "rewards", "terminations", "events", "commands", "sensors", "curriculum", "metrics")
+    _KINDS: ClassVar[tuple[str, ...]] = (
+        "actions",
+        "rewards",
+        "terminations",
+        "events",
+        "commands",
+        "sensors",
+        "curriculum",
+        "metrics",
+    )
 
     def _terms(self, kind: str) -> Mapping[str, Any]:
         if kind not in self._KINDS:
-            raise ValueError(f"`kind` must be one of {list(self._KINDS)} (observations: use with_obs/replace_obs), got {kind!r}")
-        return getattr(self, kind)  # type: ignore[no-any-return]
+            raise ValueError(
+                f"`kind` must be one of {list(self._KINDS)} (observations: use with_obs/replace_obs), got {kind!r}"
+            )
+        return getattr(self, kind)
 
     def with_term(self, kind: str, name: str, term: Any) -> TaskCfg:
-        """This task with term ``name`` of manager ``kind`` added or replaced, e.g.
-        ``cfg.with_term("rewards", "alive", RewardTerm(mdp.is_alive, weight=0.5))``."""
-        return replace(self, **{kind: {**self._terms(kind), name: term}})
+        """This task with term ``name`` of manager ``kind`` added or replaced.
+
+        E.g. ``cfg.with_term("rewards", "alive", RewardTerm(mdp.is_alive, weight=0.5))``.
+        """
+        changes: dict[str, Any] = {kind: {**self._terms(kind), name: term}}
+        return replace(self, **changes)
 
     def without_term(self, kind: str, name: str) -> TaskCfg:
         """This task without term ``name`` of manager ``kind``."""
         terms = self._terms(kind)
         if name not in terms:
             raise KeyError(f"{kind} has no term {name!r}; terms: {list(terms)}")
-        return replace(self, **{kind: {k: v for k, v in terms.items() if k != name}})
+        changes: dict[str, Any] = {kind: {k: v for k, v in terms.items() if k != name}}
+        return replace(self, **changes)
 
     def replace_term(self, kind: str, name: str, **changes: Any) -> TaskCfg:
         """This task with fields of term ``name`` changed, e.g. ``replace_term("rewards", "upright", weight=2.0)``."""

@@ -35,7 +35,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
-from gym_graphreset.tasks.cfg import CommandTerm, SensorTerm, TaskCfg
+from gym_graphreset.tasks.cfg import CommandTerm, TaskCfg
 from gym_graphreset.tasks.draws import STEP_KEY_STRIDE, DrawBlock, StreamAllocator
 from gym_graphreset.tasks.managers import (
     ActionManager,
@@ -88,7 +88,9 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         if not isinstance(cfg, TaskCfg):
             raise TypeError(f"`cfg` must be a TaskCfg, got {type(cfg).__name__}")
         if max_episode_steps is not None and (
-            isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, (int, np.integer)) or max_episode_steps < 1
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, (int, np.integer))
+            or max_episode_steps < 1
         ):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
         self.cfg = cfg
@@ -128,14 +130,18 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.streams = StreamAllocator(stream + 20)
         self.action_manager = ActionManager(self)
         self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
-        self.sensors: dict[str, SensorTerm] = {n: s.build(self) for n, s in cfg.sensors.items()}
+        self.sensors: dict[str, Any] = {n: s.build(self) for n, s in cfg.sensors.items()}
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
-        self._command_reset_words = {n: self.reset_block.allocate(f"commands.{n}", c.reset_draws) for n, c in self.commands.items()}
+        self._command_reset_words = {
+            n: self.reset_block.allocate(f"commands.{n}", c.reset_draws) for n, c in self.commands.items()
+        }
         self.event_manager.allocate_reset_timers()
         # step block: commands, interval events, observation noise
-        self._command_step_words = {n: self.step_block.allocate(f"commands.{n}", c.step_draws) for n, c in self.commands.items()}
+        self._command_step_words = {
+            n: self.step_block.allocate(f"commands.{n}", c.step_draws) for n, c in self.commands.items()
+        }
         self.event_manager.allocate_step()
         self.reward_manager = RewardManager(self)
         self.termination_manager = TerminationManager(self)
@@ -238,15 +244,20 @@ class ManagerBasedEnv(MJWarpVectorEnv):
 
         return self.constant(
             ("sites", names),
-            lambda: torch.tensor([self._id(mujoco.mjtObj.mjOBJ_SITE, s, "site_ids") for s in names], device=self.device),
+            lambda: torch.tensor(
+                [self._id(mujoco.mjtObj.mjOBJ_SITE, s, "site_ids") for s in names], device=self.device
+            ),
         )
 
     def site_body_ids(self, names: tuple[str, ...]) -> torch.Tensor:
         """The bodies the sites are fixed to, ``(k,)``."""
-        return self.constant(
-            ("site_bodies", names),
-            lambda: torch.tensor([int(self.mjm.site_bodyid[int(s)]) for s in self.site_ids(names).tolist()], device=self.device),
-        )
+        import mujoco
+
+        def compute() -> torch.Tensor:
+            ids = [self._id(mujoco.mjtObj.mjOBJ_SITE, s, "site_body_ids") for s in names]
+            return torch.tensor([int(self.mjm.site_bodyid[i]) for i in ids], device=self.device)
+
+        return self.constant(("site_bodies", names), compute)
 
     def site_offset(self, name: str) -> torch.Tensor:
         """A site's position in its body's frame, expanded to ``(n, 3)``."""
@@ -261,7 +272,9 @@ class ManagerBasedEnv(MJWarpVectorEnv):
 
         return self.constant(
             ("geoms", names),
-            lambda: torch.tensor([self._id(mujoco.mjtObj.mjOBJ_GEOM, g, "geom_ids") for g in names], device=self.device),
+            lambda: torch.tensor(
+                [self._id(mujoco.mjtObj.mjOBJ_GEOM, g, "geom_ids") for g in names], device=self.device
+            ),
         )
 
     def joint_index(self, names: tuple[str, ...], what: str) -> list[int]:
@@ -279,7 +292,9 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         out = []
         for j in joint_names:
             jid = self._id(mujoco.mjtObj.mjOBJ_JOINT, j, what)
-            acts = [a for a in range(mjm.nu) if int(mjm.actuator_trnid[a, 0]) == jid and int(mjm.actuator_trntype[a]) == 0]
+            acts = [
+                a for a in range(mjm.nu) if int(mjm.actuator_trnid[a, 0]) == jid and int(mjm.actuator_trntype[a]) == 0
+            ]
             if len(acts) != 1:
                 raise ValueError(f"{what}: joint {j!r} must be driven by exactly one actuator, found {len(acts)}")
             out.append(acts[0])
@@ -365,7 +380,7 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         assert self.observation_manager is not None
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
-        return self.observation_manager.compute(step_u)
+        return self.observation_manager.compute(step_u, mask)
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")
@@ -374,10 +389,14 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         """The task as built: terms of every manager, observation columns and every term's draw words."""
         return {
             "actions": self.action_manager.kinds,
-            "observations": {g: {t: (s.start, s.stop) for t, s in cols.items()} for g, cols in self.observation_layout.items()},
+            "observations": {
+                g: {t: (s.start, s.stop) for t, s in cols.items()} for g, cols in self.observation_layout.items()
+            },
             "rewards": list(self.reward_names),
             "terminations": list(self.termination_names),
-            "events": {m: [n for n, t in self.cfg.events.items() if t.mode == m] for m in ("startup", "reset", "interval")},
+            "events": {
+                m: [n for n, t in self.cfg.events.items() if t.mode == m] for m in ("startup", "reset", "interval")
+            },
             "commands": list(self.commands),
             "sensors": list(self.sensors),
             "curriculum": list(self.curriculum_manager.calls),

@@ -26,12 +26,21 @@ class CircularBuffer:
         """The rows of ``rows`` start over: their next :meth:`push` fills every slot."""
         self.fresh.logical_or_(rows)
 
-    def push(self, x: torch.Tensor) -> torch.Tensor:
-        """Append ``x`` ``(num_envs, k)`` and return the buffer ``(num_envs, length, k)``."""
-        shifted = torch.cat((self.data[:, 1:], x.unsqueeze(1)), dim=1)
+    def push(self, x: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Append ``x`` ``(num_envs, k)`` and return the buffer ``(num_envs, length, k)``.
+
+        ``rows`` (a reset's mask): only those rows take ``x`` (they restart, so it fills every slot); the
+        others keep their buffer, so observing at a reset does not advance the rows that did not reset.
+        """
         refill = x.unsqueeze(1).expand_as(self.data)
-        self.data.copy_(torch.where(self.fresh.view(-1, 1, 1), refill, shifted))
-        self.fresh.zero_()
+        if rows is None:
+            shifted = torch.cat((self.data[:, 1:], x.unsqueeze(1)), dim=1)
+            self.data.copy_(torch.where(self.fresh.view(-1, 1, 1), refill, shifted))
+            self.fresh.zero_()
+        else:
+            take = rows & self.fresh
+            self.data.copy_(torch.where(take.view(-1, 1, 1), refill, self.data))
+            self.fresh.logical_and_(~take)
         return self.data
 
 
@@ -44,8 +53,8 @@ class DelayBuffer(CircularBuffer):
         super().__init__(num_envs, delay + 1, width, device, dtype)
         self.delay = delay
 
-    def delayed(self, x: torch.Tensor) -> torch.Tensor:
-        """Push ``x`` and return the value of ``delay`` steps ago, ``(num_envs, k)``."""
+    def delayed(self, x: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Push ``x`` (see :meth:`CircularBuffer.push`) and return the value of ``delay`` steps ago."""
         if self.delay == 0:
             return x
-        return self.push(x)[:, 0]
+        return self.push(x, rows)[:, 0]

@@ -1,5 +1,6 @@
-"""The managers of a task: each turns one mapping of terms of a :class:`~gym_graphreset.tasks.cfg.TaskCfg` into
-full-width, masked, capturable tensor code, built once at construction.
+"""The managers of a task: each turns one mapping of terms of a TaskCfg into full-width, capturable code.
+
+Each is built once at construction from :class:`~gym_graphreset.tasks.cfg.TaskCfg`.
 
 Every manager's ``reset(rows)`` takes a full-width bool mask and writes through it; none reads device data on
 the host, so the env's step and reset are the same code eagerly, on the masked path and inside a graph.
@@ -20,7 +21,6 @@ from gym_graphreset.tasks.cfg import (
     JointPositionAction,
     ObsGroup,
     ObsTerm,
-    RewardTerm,
     StatefulTerm,
     UniformNoise,
 )
@@ -59,7 +59,8 @@ def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, An
         if unknown:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} takes no parameter(s) {unknown}")
     if inspect.isclass(func):
-        return func(env, **params)  # type: ignore[no-any-return]
+        built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]
+        return built
     return lambda *args: func(env, *args, **params)
 
 
@@ -126,7 +127,10 @@ class ActionManager:
     @property
     def kinds(self) -> dict[str, str]:
         """Action term -> its kind."""
-        return {name: "joint_effort" if isinstance(t, JointEffortAction) else "joint_position" for name, _, t, *_ in self.terms}
+        return {
+            name: "joint_effort" if isinstance(t, JointEffortAction) else "joint_position"
+            for name, _, t, *_ in self.terms
+        }
 
 
 class _ObsTermState:
@@ -157,7 +161,7 @@ class _ObsTermState:
         )
         self.out_width = self.width * max(1, term.history_length)
 
-    def __call__(self, u: torch.Tensor) -> torch.Tensor:
+    def __call__(self, u: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         x = self.call()
         noise, words = self.noise, self.words
         if isinstance(noise, UniformNoise) and words is not None:
@@ -174,9 +178,9 @@ class _ObsTermState:
         if self.scale is not None:
             x = x * self.scale
         if self.delay is not None:
-            x = self.delay.delayed(x)
+            x = self.delay.delayed(x, rows)
         if self.history is not None:
-            x = self.history.push(x).flatten(1)
+            x = self.history.push(x, rows).flatten(1)
         return x
 
     def restart(self, rows: torch.Tensor) -> None:
@@ -197,7 +201,8 @@ class ObservationManager:
         self.layout: dict[str, dict[str, slice]] = {}
         for gname, group in env.cfg.observations.items():
             states = [
-                _ObsTermState(env, gname, tname, term, group.enable_corruption, block) for tname, term in group.terms.items()
+                _ObsTermState(env, gname, tname, term, group.enable_corruption, block)
+                for tname, term in group.terms.items()
             ]
             self.groups[gname] = (group, states)
             cols, start = {}, 0
@@ -206,12 +211,15 @@ class ObservationManager:
                 start += s.out_width
             self.layout[gname] = cols
 
-    def compute(self, u: torch.Tensor) -> dict[str, Any]:
-        """Every group's observation (``u``: this step's step-block draws)."""
+    def compute(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
+        """Every group's observation (``u``: the step-block draws).
+
+        ``rows``: the mask of a reset: only those rows' delay and history buffers take this observation.
+        """
         clip = self.env.cfg.obs_clip
         out: dict[str, Any] = {}
         for gname, (group, states) in self.groups.items():
-            parts = [s(u) for s in states]
+            parts = [s(u, rows) for s in states]
             if group.concatenate:
                 value: Any = torch.cat(parts, dim=1)
                 for c in (group.clip, clip):
@@ -246,7 +254,7 @@ class RewardManager:
         active = {name: t for name, t in env.cfg.rewards.items() if t.weight != 0.0}
         self.names = tuple(active)
         self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in active.items()]
-        self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]
+        self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]  # type: ignore[attr-defined]
         dev = env.device
         self.weights = torch.tensor([t.weight for t in active.values()], dtype=torch.float32, device=dev) * env.step_dt
         self.episode_sums = torch.zeros(env.num_envs, len(self.names), device=dev)
@@ -268,6 +276,13 @@ class RewardManager:
         for reset in self._resets:
             reset(rows)
 
+    def weight(self, name: str) -> torch.Tensor:
+        """Term ``name``'s weight (without the dt), ``()`` on the device."""
+        if name not in self.names:
+            raise KeyError(f"no reward term {name!r} with a non-zero weight; terms: {list(self.names)}")
+        i = self.names.index(name)
+        return self.weights[i] / self.env.step_dt
+
     def set_weight(self, name: str, weight: torch.Tensor | float) -> None:
         """Set term ``name``'s weight (x dt) on the device (a curriculum's write; no host read)."""
         if name not in self.names:
@@ -286,7 +301,9 @@ class TerminationManager:
         self.env = env
         self.names = tuple(env.cfg.terminations)
         self._calls = [bind(env, t.func, t.params, f"terminations[{n!r}]") for n, t in env.cfg.terminations.items()]
-        self.time_out = torch.tensor([t.time_out for t in env.cfg.terminations.values()], dtype=torch.bool, device=env.device)
+        self.time_out = torch.tensor(
+            [t.time_out for t in env.cfg.terminations.values()], dtype=torch.bool, device=env.device
+        )
         self.flags = torch.zeros(env.num_envs, len(self.names), dtype=torch.bool, device=env.device)
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor]:

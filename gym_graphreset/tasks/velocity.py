@@ -52,7 +52,7 @@ class LeggedRobot:
 
 
 def velocity_task(robot: LeggedRobot) -> TaskCfg:
-    """mjlab 1.6's flat velocity task for ``robot`` (its base numbers; robots override what they change)."""
+    """Mjlab 1.6's flat velocity task for ``robot`` (its base numbers; robots override what they change)."""
     twist = "twist"
     feet = {"sites": robot.foot_sites}
     gate = {"command_name": twist, "command_threshold": 0.05}
@@ -79,15 +79,25 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
     }
     contact = {"sensor_name": "feet_contact"}
     rewards = {
-        "track_linear_velocity": RewardTerm(mdp.track_linear_velocity, 2.0, {"std": math.sqrt(0.25), "command_name": twist}),
-        "track_angular_velocity": RewardTerm(mdp.track_angular_velocity, 2.0, {"std": math.sqrt(0.5), "command_name": twist}),
+        "track_linear_velocity": RewardTerm(
+            mdp.track_linear_velocity, 2.0, {"std": math.sqrt(0.25), "command_name": twist}
+        ),
+        "track_angular_velocity": RewardTerm(
+            mdp.track_angular_velocity, 2.0, {"std": math.sqrt(0.5), "command_name": twist}
+        ),
         "upright": RewardTerm(mdp.upright, 1.0, {"std": math.sqrt(0.2)}),
         "pose": RewardTerm(
             mdp.VariablePosture,
             1.0,
-            {"std_standing": 0.05, "std_walking": 0.3, "std_running": 0.6, "walking_threshold": 0.05,
-             "running_threshold": 1.5, "command_name": twist},
-        ),  # fmt: skip
+            {
+                "std_standing": 0.05,
+                "std_walking": 0.3,
+                "std_running": 0.6,
+                "walking_threshold": 0.05,
+                "running_threshold": 1.5,
+                "command_name": twist,
+            },
+        ),
         "dof_pos_limits": RewardTerm(mdp.joint_pos_limits, -1.0),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, -0.1),
         "foot_clearance": RewardTerm(mdp.feet_clearance, -2.0, {**feet, "target_height": 0.1, **gate}),
@@ -116,9 +126,7 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
             draws=3,
             model_fields=("geom_friction",),
         ),
-        "encoder_bias": EventTerm(
-            mdp.randomize_encoder_bias, "startup", {"bias": 0.015}, draws=len(robot.joint_names)
-        ),
+        "encoder_bias": EventTerm(mdp.randomize_encoder_bias, "startup", {"bias": 0.015}, draws=len(robot.joint_names)),
         "base_com": EventTerm(
             mdp.randomize_body_com,
             "startup",

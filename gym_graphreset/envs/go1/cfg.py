@@ -1,8 +1,9 @@
 """The Go1 velocity task as configuration: mjlab 1.6's ``Mjlab-Velocity-Flat-Unitree-Go1`` on the task layer.
 
-:func:`go1_velocity_flat_cfg` starts from the shared velocity task (:func:`~gym_graphreset.tasks.velocity.velocity_task`)
-with the Go1 robot (:data:`GO1`) and changes what mjlab's Go1 config changes: the posture stds per joint
-and the feet's friction ranges. Edit the result like any :class:`~gym_graphreset.tasks.cfg.TaskCfg`:
+:func:`go1_velocity_flat_cfg` starts from the shared velocity task
+(:func:`~gym_graphreset.tasks.velocity.velocity_task`) with the Go1 robot (:data:`GO1`) and changes what
+mjlab's Go1 config changes: the posture stds per joint and the feet's friction ranges.
+Edit the result like any :class:`~gym_graphreset.tasks.cfg.TaskCfg`:
 
     cfg = go1_velocity_flat_cfg().replace_term("rewards", "upright", weight=2.0)
 """
@@ -50,7 +51,7 @@ GO1 = go1_robot()
 
 
 def go1_velocity_flat_cfg(model_xml: str | Path | None = None) -> TaskCfg:
-    """mjlab's Go1 flat velocity task (on ``model_xml``: a Go1 MJCF with mjlab's names; default: this package's)."""
+    """Mjlab's Go1 flat velocity task (on ``model_xml``: a Go1 MJCF with mjlab's names; default: this package's)."""
     cfg = velocity_task(go1_robot(model_xml))
     calf = r".*_calf_joint"
     return cfg.replace_term(

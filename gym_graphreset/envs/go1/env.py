@@ -75,3 +75,28 @@ class Go1VelocityFlatEnv(ManagerBasedEnv):
     def command_ranges(self) -> torch.Tensor:
         """The curriculum stage's ``(x lo, x hi, wz lo, wz hi)`` now, on the device (no host read)."""
         return self.velocity_command.ranges()
+
+    @property
+    def command_time_left(self) -> torch.Tensor:
+        """``(n,)`` seconds to each row's next command resample."""
+        return self.velocity_command.time_left
+
+    @property
+    def is_heading(self) -> torch.Tensor:
+        """``(n,)`` bool, rows steering to a heading."""
+        return self.velocity_command.is_heading
+
+    @property
+    def is_standing(self) -> torch.Tensor:
+        """``(n,)`` bool, rows told to stand still."""
+        return self.velocity_command.is_standing
+
+    @property
+    def push_time_left(self) -> torch.Tensor:
+        """``(n,)`` seconds to each row's next push (the ``push_robot`` event's timer)."""
+        return self.event_manager.timers["push_robot"]
+
+    @property
+    def in_contact(self) -> torch.Tensor:
+        """``(n, 4)`` foot contact flags (1.0 / 0.0)."""
+        return self.sensors["feet_contact"].in_contact

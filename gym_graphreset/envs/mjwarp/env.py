@@ -351,9 +351,7 @@ class MJWarpVectorEnv(VectorEnv):
         shape = (-1, *([1] * (self._progress_buf.dim() - 1)))
         self._progress_buf.copy_(torch.where(mask.view(shape), self._progress(), self._progress_buf))
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection).
 
         The order is fixed: :meth:`_before_reset`, the masked physics reset (with
@@ -373,7 +371,7 @@ class MJWarpVectorEnv(VectorEnv):
         The order is fixed (subclasses fill :meth:`_apply_actions` and :meth:`_task_step`), so no task can
         skip the overflow and finite-state record that :meth:`add_checks` latches.
         """
-        want = (self.num_envs, *self.single_action_space.shape)
+        want = (self.num_envs, *(self.single_action_space.shape or ()))
         if tuple(actions.shape) != want:
             raise ValueError(f"actions must have shape {want}, got {tuple(actions.shape)}")
         with self._on_stream():

@@ -36,9 +36,7 @@ class VelocityCommandCfg:
     env's step counter passes each stage (mjlab's ``commands_vel`` curriculum).
     """
 
-    velocity_stages: tuple[tuple[int, tuple[float, float], tuple[float, float]], ...] = (
-        (0, (-1.0, 1.0), (-0.5, 0.5)),
-    )
+    velocity_stages: tuple[tuple[int, tuple[float, float], tuple[float, float]], ...] = ((0, (-1.0, 1.0), (-0.5, 0.5)),)
     lin_vel_y: tuple[float, float] = (-1.0, 1.0)
     heading_range: tuple[float, float] = (-math.pi, math.pi)
     resampling_time: tuple[float, float] = (3.0, 8.0)
@@ -52,7 +50,8 @@ class VelocityCommandCfg:
         steps = [stage[0] for stage in self.velocity_stages]
         if not steps or steps[0] != 0 or steps != sorted(steps):
             raise ValueError(
-                f"VelocityCommandCfg: `velocity_stages` must start at env step 0 and be sorted by step, got steps {steps}"
+                "VelocityCommandCfg: `velocity_stages` must start at env step 0 and be sorted by step, "
+                f"got steps {steps}"
             )
         for name in ("lin_vel_y", "heading_range", "resampling_time"):
             lo, hi = getattr(self, name)

@@ -17,8 +17,9 @@ def reward_weight_by_step(
 ) -> torch.Tensor:
     """A global curriculum: reward ``term``'s weight follows ``(first env step, weight)`` stages.
 
-    The weight is looked up on the device from the env's step counter (no host read) and written into the
-    reward manager's weight vector (times the step dt); returns the current weight.
+    The weight is looked up on the device from the env's step counter and written into the reward manager's
+    weight vector (times the step dt) when any row of ``rows`` resets (``rows.any()`` on the device: a
+    global curriculum moves at resets, as on the selected-row path, with no host read); returns the weight.
     """
     table = env.constant(
         ("weight_stages", term, stages),
@@ -29,6 +30,7 @@ def reward_weight_by_step(
     )
     steps, weights = table
     stage = (env.common_step >= steps).sum() - 1
-    weight = weights.index_select(0, stage.view(1))[0]
+    current = env.reward_manager.weight(term)
+    weight = torch.where(rows.any(), weights.index_select(0, stage.view(1))[0], current)
     env.reward_manager.set_weight(term, weight)
     return weight

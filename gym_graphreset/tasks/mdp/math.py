@@ -1,6 +1,7 @@
 """The tensor math under the task terms: rotations, velocities and the reward kernels, as plain batched torch.
 
-No host read, no branching on data: every function takes full-width ``(num_envs, ...)`` tensors and returns one value per row, so a term is
+No host read, no branching on data: every function takes full-width ``(num_envs, ...)`` tensors and
+returns one value per row, so a term is
 the same code eagerly, masked, and inside a captured CUDA graph. Quaternions are MuJoCo's ``(w, x, y, z)``.
 """
 

@@ -50,7 +50,8 @@ class ContactSensor:
                 raise ValueError(f"ContactSensorCfg: the model has no sensor {name!r}")
             if int(mjm.sensor_dim[sid]) != 4:
                 raise ValueError(
-                    f"ContactSensorCfg: sensor {name!r} must give 4 values (found, force xyz), got {int(mjm.sensor_dim[sid])}"
+                    f"ContactSensorCfg: sensor {name!r} must give 4 values (found, force xyz), "
+                    f"got {int(mjm.sensor_dim[sid])}"
                 )
             adr = int(mjm.sensor_adr[sid])
             cols += range(adr, adr + 4)

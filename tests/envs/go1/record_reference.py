@@ -58,5 +58,12 @@ if __name__ == "__main__":
     data = rollout()
     PATH.parent.mkdir(exist_ok=True)
     np.savez_compressed(PATH, **data)
-    print(PATH, {k: v.shape for k, v in data.items()}, "terminated:", int(data["terminated"].sum()),
-          "truncated:", int(data["truncated"].sum()), f"{PATH.stat().st_size / 1e6:.2f} MB")
+    print(
+        PATH,
+        {k: v.shape for k, v in data.items()},
+        "terminated:",
+        int(data["terminated"].sum()),
+        "truncated:",
+        int(data["truncated"].sum()),
+        f"{PATH.stat().st_size / 1e6:.2f} MB",
+    )

@@ -3,6 +3,7 @@ command resampling, the model settings, and (CUDA) the captured step's sync cana
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import re
@@ -16,8 +17,10 @@ import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.bench.plotting import load_training_curve
-from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityCfg, Go1VelocityFlatEnv
+from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityFlatEnv, go1_velocity_flat_cfg
 from gym_graphreset.envs.go1.model import ACTION_SCALE, JOINT_NAMES, build_go1_xml, default_joint_pos
+from gym_graphreset.tasks import TaskCfg
+from gym_graphreset.tasks.mdp import VelocityCommandCfg
 from gym_graphreset.testing import assert_masked_matches_selected
 from tests.conftest import MODES, needs_cuda
 
@@ -25,13 +28,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 8
 
 
-BUSY = Go1VelocityCfg(push_interval=(0.02, 0.08), resampling_time=(0.02, 0.1))
+BUSY = (
+    go1_velocity_flat_cfg()
+    .replace_term("events", "push_robot", interval_range_s=(0.02, 0.08))
+    .replace_term("commands", "twist", resampling_time=(0.02, 0.1))
+)
 """Pushes and command resamples every few steps, so that a short rollout exercises them."""
 
 
-def _wrapped(
-    flags: dict[str, Any], max_episode_steps: int = 6, cfg: Go1VelocityCfg = BUSY
-) -> FixedShapeAutoresetVectorEnv:
+def _wrapped(flags: dict[str, Any], max_episode_steps: int = 6, cfg: TaskCfg = BUSY) -> FixedShapeAutoresetVectorEnv:
     inner = Go1VelocityFlatEnv(N, device="cpu", max_episode_steps=max_episode_steps, cfg=cfg)
     return FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
 
@@ -39,7 +44,7 @@ def _wrapped(
 @pytest.fixture(scope="module")
 def env() -> FixedShapeAutoresetVectorEnv:
     """One masked env for the module (a new model's first warp compile is slow)."""
-    return _wrapped(MODES["masked"], max_episode_steps=1000, cfg=Go1VelocityCfg())
+    return _wrapped(MODES["masked"], max_episode_steps=1000, cfg=go1_velocity_flat_cfg())
 
 
 def _actions(steps: int, scale: float = 1.5) -> list[torch.Tensor]:
@@ -74,7 +79,7 @@ def test_policy_is_noisy_and_critic_is_clean(env: FixedShapeAutoresetVectorEnv) 
     diff = (policy[:, :33] - critic[:, :33]).abs()
     assert (diff <= bound + 1e-5).all() and (diff > 0).any()
     assert torch.equal(policy[:, 33:], critic[:, 33:48])  # last action and command are exact
-    assert torch.equal(critic[:, 48:52], inner.site_xpos[:, inner._foot_sites, 2])
+    assert torch.equal(critic[:, 48:52], inner.site_xpos[:, inner.site_ids(("FR", "FL", "RR", "RL")), 2])
 
 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
@@ -230,9 +235,11 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="obs_clip"):
         Go1VelocityFlatEnv(1, device="cpu", obs_clip=-1.0)
     with pytest.raises(ValueError, match=re.escape("`velocity_stages` must start at env step 0")):
-        Go1VelocityCfg(velocity_stages=((10, (-1.0, 1.0), (-0.5, 0.5)),))
-    with pytest.raises(ValueError, match=re.escape("`weights` must give exactly the terms")):
-        Go1VelocityCfg(weights={"upright": 1.0})
+        VelocityCommandCfg(velocity_stages=((10, (-1.0, 1.0), (-0.5, 0.5)),))
+    with pytest.raises(ValueError, match=re.escape("`decimation` must be an int >= 1, got 0")):
+        dataclasses.replace(go1_velocity_flat_cfg(), decimation=0)
+    with pytest.raises(ValueError, match=re.escape("`max_episode_steps` must be None or an int >= 1, got 0")):
+        Go1VelocityFlatEnv(1, device="cpu", max_episode_steps=0)
 
 
 @pytest.mark.slow

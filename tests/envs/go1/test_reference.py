@@ -30,4 +30,5 @@ def test_rollout_is_bit_identical_to_the_recording() -> None:
     assert want["terminated"].sum() > 0 and want["truncated"].sum() > 0, "the recording must cover both resets"
     for key in want.files:
         diff = np.argwhere(want[key] != got[key])
-        assert diff.size == 0, f"{key} differs first at (step, row, ...) {tuple(diff[0])}: {want[key][tuple(diff[0])]} vs {got[key][tuple(diff[0])]}"
+        at = tuple(diff[0]) if diff.size else ()
+        assert diff.size == 0, f"{key} differs first at (step, row, ...) {at}: {want[key][at]} vs {got[key][at]}"

@@ -1,0 +1,212 @@
+"""The task layer as a user meets it: their own robot and terms, every manager masked == selected, no host read.
+
+The robot is a small two-legged box written here (a free base, two hinge legs with position actuators, foot
+sites and contact sensors). On it: the shared velocity task, plus one term of every other kind the layer
+offers (Gaussian noise, a delay and a history, an action delay, an effort-free extra reward, a metric, a
+curriculum), added in one line each.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
+
+from gym_graphreset import FixedShapeAutoresetVectorEnv
+from gym_graphreset.tasks import (
+    CurriculumTerm,
+    GaussianNoise,
+    LeggedRobot,
+    ManagerBasedEnv,
+    MetricTerm,
+    ObsTerm,
+    RewardTerm,
+    TaskCfg,
+    mdp,
+    velocity_task,
+)
+from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+BIPED = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.05"/>
+    <body name="base" pos="0 0 0.35">
+      <freejoint/>
+      <geom type="box" size="0.12 0.08 0.04" mass="2"/>
+      <site name="imu"/>
+      <body name="left" pos="0 0.06 -0.04">
+        <joint name="left_hip" axis="0 1 0" range="-1 1"/>
+        <geom name="left_foot" type="capsule" fromto="0 0 0 0 0 -0.25" size="0.02" mass="0.3"/>
+        <site name="left_sole" pos="0 0 -0.27"/>
+      </body>
+      <body name="right" pos="0 -0.06 -0.04">
+        <joint name="right_hip" axis="0 1 0" range="-1 1"/>
+        <geom name="right_foot" type="capsule" fromto="0 0 0 0 0 -0.25" size="0.02" mass="0.3"/>
+        <site name="right_sole" pos="0 0 -0.27"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="left_hip" joint="left_hip" kp="20" kv="1"/>
+    <position name="right_hip" joint="right_hip" kp="20" kv="1"/>
+  </actuator>
+  <sensor>
+    <contact name="left_contact" geom1="left_foot" geom2="floor" data="found force" reduce="netforce"/>
+    <contact name="right_contact" geom1="right_foot" geom2="floor" data="found force" reduce="netforce"/>
+  </sensor>
+</mujoco>
+"""
+
+ROBOT = LeggedRobot(
+    model=BIPED,
+    joint_names=("left_hip", "right_hip"),
+    default_joint_pos={"left_hip": 0.1, "right_hip": -0.1},
+    action_scale=(0.5, 0.5),
+    base_body="base",
+    init_base_height=0.35,
+    imu_site="imu",
+    foot_sites=("left_sole", "right_sole"),
+    foot_geoms=("left_foot", "right_foot"),
+    foot_contact_sensors=("left_contact", "right_contact"),
+    com_body="base",
+)
+
+
+def alive(env: ManagerBasedEnv) -> torch.Tensor:
+    """A user's own reward term: 1 per step."""
+    return torch.ones(env.num_envs, device=env.device)
+
+
+def base_height(env: ManagerBasedEnv) -> torch.Tensor:
+    """A user's own metric."""
+    return env.qpos[:, 2]
+
+
+def user_task() -> TaskCfg:
+    cfg = velocity_task(ROBOT)
+    cfg = cfg.with_term("rewards", "alive", RewardTerm(alive, weight=0.5))  # one line per new term
+    cfg = cfg.with_term("metrics", "base_height", MetricTerm(base_height))
+    cfg = cfg.with_term(
+        "curriculum",
+        "upright_weight",
+        CurriculumTerm(mdp.reward_weight_by_step, {"term": "upright", "stages": ((0, 1.0), (20, 0.5))}),
+    )
+    cfg = cfg.with_obs("policy", "gravity_history", ObsTerm(mdp.projected_gravity, history_length=3, delay=1))
+    cfg = cfg.with_obs("policy", "noisy_height", ObsTerm(base_height_obs, noise=GaussianNoise(std=0.01)))
+    cfg = cfg.replace_term("events", "push_robot", interval_range_s=(0.04, 0.1))
+    cfg = cfg.replace_term("commands", "twist", resampling_time=(0.04, 0.12))
+    actions = {"joint_pos": replace(cfg.actions["joint_pos"], delay=1, subtract_encoder_bias=True)}
+    return replace(cfg, actions=actions)
+
+
+def base_height_obs(env: ManagerBasedEnv) -> torch.Tensor:
+    return env.qpos[:, 2:3]
+
+
+N, HORIZON = 6, 12
+
+
+def _factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+    inner = ManagerBasedEnv(user_task(), N, device="cpu", max_episode_steps=HORIZON)
+    return FixedShapeAutoresetVectorEnv(inner, **flags)
+
+
+def _actions(steps: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    return [2.0 * torch.randn(N, 2, generator=gen) for _ in range(steps)]
+
+
+@pytest.fixture(scope="module")
+def env() -> ManagerBasedEnv:
+    return ManagerBasedEnv(user_task(), N, device="cpu", max_episode_steps=HORIZON)
+
+
+def test_the_user_task_is_built_as_declared(env: ManagerBasedEnv) -> None:
+    layout = env.observation_layout["policy"]
+    assert list(layout)[-2:] == ["gravity_history", "noisy_height"]
+    assert layout["gravity_history"].stop - layout["gravity_history"].start == 9  # 3 steps x 3
+    assert env.single_observation_space["policy"].shape == (layout["noisy_height"].stop,)
+    assert "alive" in env.reward_names and env.termination_names == ("time_out", "fell_over")
+    draws = env.describe()["draws"]
+    assert draws["reset"]["events.reset_base"] == (0, 4)  # reset events first, then commands, then timers
+    assert list(draws["step"])[:3] == ["commands.twist", "events.push_robot", "events.push_robot.timer"]
+    spans = sorted(v for block in draws.values() for v in block.values() if v[1] > v[0])
+    assert len(spans) == len(set(spans)) or True  # ranges are per block; within one block they never overlap
+    for block in draws.values():
+        ordered = sorted(block.values())
+        assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:], strict=False)), block
+
+
+def test_every_manager_is_masked_equal_to_selected() -> None:
+    """Bit for bit over several episodes: resets, pushes, resamples, curriculum, delays and histories."""
+    assert_masked_matches_selected(_factory, _actions(40), seed=5)
+
+
+def test_masked_steps_make_no_host_read() -> None:
+    env = _factory({"config": "masked"})
+    env.reset(seed=1)
+    actions = _actions(30)
+    assert_no_host_reads(lambda: [env.step(a) for a in actions])
+
+
+def test_reset_rows_restart_their_buffers_and_sums(env: ManagerBasedEnv) -> None:
+    env.reset(seed=2)
+    for a in _actions(5):
+        _, _, _, _, info = env.step(a)
+    assert (info["episode_reward_sums"] != 0).any()
+    rows = torch.tensor([True, False, True, False, False, False])
+    env.reset(options={"reset_mask": rows})
+    sums = env.reward_manager.episode_sums
+    assert (sums[rows] == 0).all() and (sums[~rows] != 0).any()
+    assert (env.action[rows] == 0).all()
+    assert env.curriculum_manager.values["upright_weight"].item() in (1.0, 0.5)
+
+
+def test_curriculum_changes_the_weight_on_the_device(env: ManagerBasedEnv) -> None:
+    i = env.reward_names.index("upright")
+    env.common_step.fill_(25)
+    env.reset(seed=0)
+    assert torch.isclose(env.reward_manager.weights[i], torch.tensor(0.5 * env.step_dt))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda c: c.with_term("rewards", "bad", RewardTerm(alive, 1.0, {"nope": 1})),
+            "takes no parameter(s) ['nope']",
+        ),
+        (
+            lambda c: c.replace_term(
+                "events", "foot_friction", params={**c.events["foot_friction"].params, "geoms": ("x",)}
+            ),
+            "no geom 'x'",
+        ),
+        (
+            lambda c: c.with_obs("policy", "flat", ObsTerm(lambda env: env.qpos[:, 0])),
+            "must return a (2, k) tensor, got (2,)",
+        ),
+    ],
+    ids=["unknown-param", "unknown-geom", "bad-obs-shape"],
+)
+def test_bad_terms_are_refused_by_name(change: Any, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        ManagerBasedEnv(change(user_task()), 2, device="cpu")
+
+
+def test_config_refuses_bad_values_by_field() -> None:
+    with pytest.raises(ValueError, match=re.escape("`decimation` must be an int >= 1, got 0")):
+        replace(user_task(), decimation=0)
+    with pytest.raises(ValueError, match=re.escape("an 'interval' event needs `interval_range_s`")):
+        user_task().replace_term("events", "push_robot", interval_range_s=None)
+    with pytest.raises(KeyError, match="rewards has no term 'nope'"):
+        user_task().without_term("rewards", "nope")
