@@ -60,6 +60,7 @@ __all__ = [
 
 Func = Callable[..., Any]
 EventMode = Literal["startup", "reset", "interval"]
+"""When an event runs: once per world, at every new episode, or on per-env timers."""
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -103,6 +104,7 @@ class GaussianNoise:
 
 
 Noise = UniformNoise | GaussianNoise
+"""An observation term's additive noise."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,7 @@ class JointEffortAction:
 
 
 ActionCfg = JointPositionAction | JointEffortAction
+"""An action term."""
 
 
 @dataclass(frozen=True)

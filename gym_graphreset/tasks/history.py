@@ -1,7 +1,7 @@
 """Circular and delay buffers that restart through a reset mask: fixed shapes, no host read.
 
 Both keep the last ``length`` values of a ``(num_envs, k)`` stream in a persistent ``(num_envs, length, k)``
-tensor. A row marked by :meth:`restart` is refilled with its next pushed value in every slot (the first
+tensor. A row marked by ``restart`` is refilled with its next pushed value in every slot (the first
 value of a new episode stands in for the steps before it), as Isaac Lab's and mjlab's buffers do.
 """
 
