@@ -52,6 +52,7 @@ record = {"peer": "mjlab", "task": args.get("--task", "Mjlab-Velocity-Flat-Unitr
           "pythonpath": os.environ.get("PYTHONPATH"), "physics_states": args.get("--physics-states")}
 if mode == "partial":
     del record["physics_ms"]
+record.update(json.loads(os.environ.get("FAKE_PATCH", "{}")))
 print(json.dumps(record))
 """
 
@@ -138,6 +139,35 @@ def test_run_peer_parses_the_runner_line(
     assert result.env_steps_per_s == pytest.approx(256 / 0.05) and result.host_syncs_per_step == 65.0
     assert result.extra["physics_ms"] == 8.0 and result.extra["warmup"] == 3 and result.extra["engine"] == "mjlab"
     assert result.extra["pythonpath"] == "/peer/site" and result.extra["physics_states"] == "free"
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"num_envs": 32}, "`num_envs` must be 64 (the run asked for), got 32"),
+        ({"steps": 3}, "`steps` must be 7 (the run asked for), got 3"),
+        ({"ms_per_step": float("nan")}, "`ms_per_step` must be a finite number > 0, got nan"),
+        ({"ms_per_step": -50.0}, "`ms_per_step` must be a finite number > 0, got -50.0"),
+        ({"env_steps_per_s": float("inf")}, "`env_steps_per_s` must be a finite number > 0, got inf"),
+        ({"physics_ms": 0.0}, "`physics_ms` must be a finite number > 0, got 0.0"),
+        ({"physics_ms": "8"}, "`physics_ms` must be a finite number > 0, got '8'"),
+        ({"host_syncs_per_step": -1}, "`host_syncs_per_step` must be a finite number >= 0, got -1"),
+        ({"peak_gpu_mem_mb": float("nan")}, "`peak_gpu_mem_mb` must be a finite number >= 0, got nan"),
+    ],
+)
+def test_run_peer_refuses_a_record_of_another_size_or_with_bad_timings_by_field(
+    fake_runner: Path,
+    config: PeerConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    patch: dict[str, Any],
+    message: str,
+) -> None:
+    """A record that would put a wrong or non-finite number in the table is a notice naming the field."""
+    monkeypatch.setenv("FAKE_PATCH", json.dumps(patch))
+    result = run_peer(config, 64, steps=7, warmup=1, runner=fake_runner)
+    assert isinstance(result, PeerSkipped) and result.reason == "failed"
+    assert f"mjlab peer: x64 printed an unreadable result ({message}): skipped" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

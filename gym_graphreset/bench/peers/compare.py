@@ -13,6 +13,7 @@ versions in ``extra``). A peer that is missing, times out or crashes gives a one
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -140,12 +141,39 @@ def parse_peer_output(stdout: str, name: str = "mjlab") -> dict[str, Any] | None
     return None
 
 
-def _to_result(record: dict[str, Any]) -> ModeResult:
-    """A runner's record -> a ModeResult (``mode`` is the peer's name; the rest goes to ``extra``)."""
+def _check_record(record: dict[str, Any], num_envs: int, steps: int) -> None:
+    """Refuse a record of another size or step count, or with a timing that is not a finite number > 0.
+
+    Raises:
+        ValueError: naming the field, what was expected and what came.
+    """
+    for name, asked in (("num_envs", num_envs), ("steps", steps)):
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value != asked:
+            raise ValueError(f"`{name}` must be {asked} (the run asked for), got {value!r}")
+    for name in ("ms_per_step", "env_steps_per_s", "physics_ms"):
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}")
+    for name in ("host_syncs_per_step", "peak_gpu_mem_mb"):
+        value = record[name]
+        if value is None and name == "peak_gpu_mem_mb":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"`{name}` must be a finite number >= 0, got {value!r}")
+
+
+def _to_result(record: dict[str, Any], num_envs: int, steps: int) -> ModeResult:
+    """A runner's record at ``num_envs`` x ``steps`` -> a ModeResult (``mode``: the peer; the rest: ``extra``).
+
+    Raises:
+        ValueError: a field missing, or one :func:`_check_record` refuses (named).
+    """
     main = ("num_envs", "device", "steps", "ms_per_step", "env_steps_per_s", "host_syncs_per_step", "peak_gpu_mem_mb")
     missing = [k for k in (*main, "task", "physics_ms") if k not in record]
     if missing:
         raise ValueError(f"the peer's JSON line lacks {missing}: {record}")
+    _check_record(record, num_envs, steps)
     extra = {k: v for k, v in record.items() if k not in (*main, "peer", "task")}
     extra["engine"] = record["peer"]
     return ModeResult(
@@ -206,7 +234,7 @@ def run_peer(
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return _skip(config, "failed", f"x{num_envs} failed (exit status {proc.returncode}: {tail})")
     try:
-        return _to_result(record)
+        return _to_result(record, num_envs, steps)
     except (ValueError, TypeError) as exc:
         return _skip(config, "failed", f"x{num_envs} printed an unreadable result ({exc})")
 
