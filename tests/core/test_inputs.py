@@ -66,10 +66,10 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         "has no `device` attribute: the wrapper needs torch tensors on a known device (wrap a numpy VectorEnv in "
         "gymnasium.wrappers.vector.NumpyToTorch",
     ),
-    "an unknown flag": (
+    "an unknown keyword": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), masked=True),
         TypeError,
-        "unknown wrapper flag(s) ['masked']",
+        "unknown keyword(s) ['masked']; FixedShapeAutoresetVectorEnv accepts ['config', 'reset_terms', ",
     ),
     "EpisodeStatistics sized for another batch": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"ep": EpisodeStatistics(num_envs=3)}),
