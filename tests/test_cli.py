@@ -119,3 +119,78 @@ def test_importing_the_cli_loads_no_physics_engine() -> None:
     code = "import sys, gym_graphreset.cli; print(sorted(m for m in ('mujoco_warp', 'warp') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--steps", "-5"], "argument --steps: must be an int >= 1, got -5"),
+        (["--steps", "0"], "argument --steps: must be an int >= 1, got 0"),
+        (["--warmup", "-1"], "argument --warmup: must be an int >= 0, got -1"),
+        (["--steps", "ten"], "argument --steps: must be an int >= 1, got 'ten'"),
+        (["--num-envs", "8,0"], "argument --num-envs: must be comma-separated ints >= 1, got '8,0'"),
+        (["--async-envs", "two"], "argument --async-envs: must be comma-separated ints >= 1, got 'two'"),
+        (["--envpool-envs", "64,"], "argument --envpool-envs: must be comma-separated ints >= 1, got '64,'"),
+        (["--peer-timeout", "nan"], "argument --peer-timeout: must be a finite number of seconds > 0, got 'nan'"),
+        (["--peer-timeout", "0"], "argument --peer-timeout: must be a finite number of seconds > 0, got '0'"),
+    ],
+)
+def test_bad_numbers_are_argparse_errors_before_anything_runs(
+    flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--device", "cpu", "--out", str(tmp_path / "out"), *flags])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--modes", "reset graph,step graph"], "no runnable mode: --modes 'reset graph,step graph' needs CUDA"),
+        (["--modes", ","], "no runnable mode: --modes ',' names none"),
+        (["--device", "gpu"], "--device must be cuda, cuda:N, cpu or auto, got 'gpu'"),
+        (["--device", "meta"], "--device must be cuda, cuda:N, cpu or auto, got 'meta'"),
+        (["--variant", "v:model_xml=/no/such/go1.xml"], "`--variant v`: model_xml '/no/such/go1.xml' is not a file"),
+    ],
+)
+def test_unrunnable_arguments_fail_early_by_name(
+    flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["demo", "--device", "cpu", "--num-envs", "8", "--steps", "2", "--warmup", "1", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path), *flags]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and "|" not in captured.out  # nothing was measured
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["a file", "under a file"])
+def test_an_out_folder_that_cannot_hold_the_results_fails_before_measuring(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "results"
+    blocker.write_text("")
+    out = blocker if kind == "a file" else blocker / "sub"
+    args = ["demo", "--device", "cpu", "--num-envs", "8", "--steps", "2", "--warmup", "1", "--no-progress"]
+    assert main([*args, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert f"--out {str(out)!r} cannot hold the results" in captured.err and "|" not in captured.out
+
+
+def test_variant_values_are_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--variant`` values reach the constructor as bools, ints, floats or strings."""
+    import gymnasium as gym
+
+    seen: list[dict[str, object]] = []
+    make_vec = gym.make_vec
+
+    def recording_make_vec(env_id: str, **kwargs: object) -> gym.vector.VectorEnv:
+        seen.append({k: kwargs.pop(k) for k in ("n", "scale", "flat", "name") if k in kwargs})
+        return make_vec(env_id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gym, "make_vec", recording_make_vec)
+    args = ["demo", "--device", "cpu", "--num-envs", "8", "--steps", "2", "--warmup", "1", "--modes", "masked"]
+    variant = "v:n=3,scale=0.5,flat=True,name=go1"
+    assert main([*args, "--no-progress", "--out", str(tmp_path), "--variant", variant]) == 0
+    assert seen[0] == {"n": 3, "scale": 0.5, "flat": True, "name": "go1"}
+    assert [type(v) for v in seen[0].values()] == [int, float, bool, str]

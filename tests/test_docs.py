@@ -233,8 +233,7 @@ def test_every_page_is_reachable_and_the_readme_links_the_site() -> None:
 
 
 def test_config_page_lists_every_field() -> None:
-    from gym_graphreset.core.config import LEGACY_FLAGS, StepConfig
+    from gym_graphreset.core.config import StepConfig
 
     text = (DOCS / "config.md").read_text()
     assert all(f"`{field}`" in text for field in StepConfig.fields())
-    assert all(f"`{flag}" in text for flag in LEGACY_FLAGS)  # the deprecated keywords' table

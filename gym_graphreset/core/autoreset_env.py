@@ -17,7 +17,7 @@ reset path and the executor are objects chosen from the configuration at constru
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Never, NoReturn
 
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
@@ -25,7 +25,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
 from gym_graphreset.capture.host_transitions import HostTransitions
 from gym_graphreset.core.buffers import PublicationRing
-from gym_graphreset.core.config import PresetName, StepConfig, from_flags
+from gym_graphreset.core.config import PresetName, StepConfig
 from gym_graphreset.core.executors import GraphFactory, Runner, StepInputs
 from gym_graphreset.core.failures import ClosedEnvironmentError, InterruptedStepError, interruption
 from gym_graphreset.core.inputs import (
@@ -47,6 +47,17 @@ from gym_graphreset.core.validation import DeferredValidationError, ValidationLa
 __all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
 
 
+_KEYWORDS = ("config", "reset_terms", "process_group", "published_buffer_depth", "validation_poll_interval")
+"""The wrapper's keywords besides ``env``."""
+
+
+def _refuse_keywords(unknown: list[str]) -> NoReturn:
+    """A ``TypeError`` naming ``unknown`` and the accepted keywords (and where a field of StepConfig goes)."""
+    fields = [k for k in unknown if k in StepConfig.fields()]
+    hint = f"; pass {fields} in `config=StepConfig(...)`" if fields else ""
+    raise TypeError(f"unknown keyword(s) {unknown}; FixedShapeAutoresetVectorEnv accepts {list(_KEYWORDS)}{hint}")
+
+
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
     mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     return AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
@@ -66,9 +77,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         process_group: With ``torch.distributed`` initialised: ``True`` (default group) or a group; every
             poll then all-gathers the verdicts of all ranks in one collective and a failure on any rank
             is raised on every rank, naming it (see :mod:`gym_graphreset.distributed`).
-        **flags: ``published_buffer_depth=`` / ``validation_poll_interval=``, applied over ``config``. The
-            boolean keywords of earlier releases (``masked_autoreset=True``...) still work, with a
-            ``DeprecationWarning`` (:func:`~gym_graphreset.core.config.from_flags`).
+        published_buffer_depth: Applied over ``config`` when given (``StepConfig.published_buffer_depth``).
+        validation_poll_interval: Applied over ``config`` when given (``StepConfig.validation_poll_interval``).
 
     Example:
         >>> from gym_graphreset.envs import CartPoleVectorEnv
@@ -86,7 +96,9 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         *,
         reset_terms: dict[str, Any] | None = None,
         process_group: Any = None,
-        **flags: Any,
+        published_buffer_depth: int | None = None,
+        validation_poll_interval: int | None = None,
+        **unknown: Never,
     ) -> None:
         """Check the inner env and the configuration, then choose the reset path and the executor once.
 
@@ -94,11 +106,22 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         here; nothing is stepped.
 
         Raises:
+            TypeError: A keyword the wrapper does not take (named, with the accepted ones), or ``config`` of
+                the wrong type.
             ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``reset_path="masked"`` with an inner
                 env that autoresets itself; a ``graph`` off CUDA or where capture cannot work.
         """
+        if unknown:
+            _refuse_keywords(sorted(unknown))
+        cfg = StepConfig.resolve(config)
+        runtime = {
+            "published_buffer_depth": published_buffer_depth,
+            "validation_poll_interval": validation_poll_interval,
+        }
+        if given := {k: v for k, v in runtime.items() if v is not None}:
+            cfg = dataclasses.replace(cfg, **given)
         super().__init__(env)
-        self.config = cfg = from_flags(config, flags)
+        self.config = cfg
         terms = check_reset_terms(reset_terms)
         self.process_group = check_process_group(process_group)
         self.device = env_device(env)

@@ -4,7 +4,8 @@
 info) and writes new values in place, so addresses never change and a graph can hold them.
 :class:`PublicationRing` is such stores, used round-robin over ``depth`` slots by steps, so what a
 consumer got at step ``t`` stays unchanged through step ``t + depth - 1``; a reset between steps takes a
-slot of its own rather than shorten that promise.
+slot of its own rather than shorten that promise, and consecutive resets cycle through at most ``depth``
+such slots, so memory stays bounded however many resets come in a row.
 """
 
 from __future__ import annotations
@@ -125,9 +126,10 @@ class PublicationRing:
     """Slots of :class:`TensorStore` reused only once nothing published in them may still be held.
 
     The promise: what step ``t`` published stays unchanged through step ``t + depth - 1``, and so does
-    what a ``reset()`` published after step ``t`` (resets count no step). With steps only, the slots are
-    ``depth`` used round-robin; a reset between steps takes a slot of its own (one more), so it never
-    overwrites a step's values early.
+    what a ``reset()`` published after step ``t`` (resets count no step), unless ``depth`` more resets
+    follow it before the next step. With steps only, the slots are ``depth`` used round-robin; a reset
+    between steps takes a slot of its own (one more), so it never overwrites a step's values early;
+    resets in a row (no step between) cycle through at most ``depth`` such slots, like steps do.
 
     Args:
         depth: Values published at step ``t`` are valid through ``t + depth - 1``.
@@ -139,6 +141,7 @@ class PublicationRing:
         self.depth = depth
         self._queue: deque[tuple[int, TensorStore]] = deque()  # (free from step count, slot), oldest first
         self._dropped_allocations = 0
+        self._resets: deque[TensorStore] = deque()  # the slots of the resets since the last step, oldest first
         self.published = 0
         self.steps = 0
 
@@ -156,13 +159,20 @@ class PublicationRing:
         """
         self.steps += int(step)
         queue = self._queue
-        if queue and queue[0][0] <= self.steps:  # slots free up in the order they were written
+        if step:
+            self._resets.clear()
+        if not step and len(self._resets) == self.depth:  # resets in a row: reuse the oldest of this run's
+            store = self._resets.popleft()  # (the run's slots all free up at the same step count: order holds)
+            queue.remove(next(entry for entry in queue if entry[1] is store))
+        elif queue and queue[0][0] <= self.steps:  # slots free up in the order they were written
             _, store = queue.popleft()
             while len(queue) > self.depth and queue[0][0] <= self.steps:  # spares left by a burst of resets
                 self._dropped_allocations += queue.popleft()[1].allocations
         else:
             store = TensorStore()
         queue.append((self.steps + self.depth, store))
+        if not step:
+            self._resets.append(store)
         out = store.write(tree)
         self.published += 1
         return out

@@ -7,10 +7,6 @@ the masked path implies deferred validation: leave those fields out and they fol
 contradiction and it is a ``ValueError`` naming both fields. :data:`PRESETS` are the five step modes,
 which the benchmarks, the tests and the harness use.
 
-The boolean keywords of earlier releases (``masked_autoreset=True``...) are still accepted by the
-wrapper; :func:`from_flags` (the only place that reads them) maps them onto a :class:`StepConfig` with a
-``DeprecationWarning`` (see the configuration docs for the table).
-
 Example:
     >>> StepConfig(graph="step").reset_path
     'masked'
@@ -23,14 +19,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import warnings
+import numbers
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from gym_graphreset.capture.compiling import CompileBackend
 
 __all__ = [
-    "LEGACY_FLAGS",
     "PRESETS",
     "RUNTIME_FIELDS",
     "CaptureMode",
@@ -42,7 +37,6 @@ __all__ = [
     "Validation",
     "check_capture_mode",
     "check_warmup",
-    "from_flags",
 ]
 
 GraphScope = Literal["reset", "step"]
@@ -64,16 +58,17 @@ _MAXIMA: dict[str, tuple[int, str]] = {  # upper bounds, with why: refused at co
     "published_buffer_depth": (2**16, "one copy of the step's outputs per slot"),
     "validation_poll_interval": (_INT64_MAX, "steps are counted in int64"),
     "graph_warmup": (_INT64_MAX, "steps are counted in int64"),
-    "autoreset_graph_warmup": (_INT64_MAX, "steps are counted in int64"),  # the old keyword, checked by its name
 }
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` as a Python int (a numpy integer too), or a ``ValueError`` naming ``name`` and the range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}")
     maximum, why = _MAXIMA[name]
     if value > maximum:
         raise ValueError(f"`{name}` must be an int <= {maximum} ({why}), got {value!r}")
+    return int(value)
 
 
 def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
@@ -83,9 +78,8 @@ def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
 
 
 def check_warmup(warmup: Any) -> int:
-    """Validate a graph's warm-up (eager calls before the capture)."""
-    _check_int("graph_warmup", warmup, 0)
-    return warmup
+    """Validate a graph's warm-up (eager calls before the capture): an int (or a numpy integer) >= 0."""
+    return _check_int("graph_warmup", warmup, 0)
 
 
 def check_capture_mode(capture_mode: Any) -> CaptureMode:
@@ -137,9 +131,8 @@ class StepConfig:
             raise ValueError(f"`persistent_buffers` must be None or a bool, got {self.persistent_buffers!r}")
         _check_choice("validation", self.validation, (None, *get_args(Validation)))
         _check_choice("compile", self.compile, (None, *get_args(CompileBackend)))
-        _check_int("validation_poll_interval", self.validation_poll_interval, 1)
-        _check_int("published_buffer_depth", self.published_buffer_depth, 1)
-        check_warmup(self.graph_warmup)
+        for name, minimum in (("validation_poll_interval", 1), ("published_buffer_depth", 1), ("graph_warmup", 0)):
+            object.__setattr__(self, name, _check_int(name, getattr(self, name), minimum))
         check_capture_mode(self.capture_mode)
         graph = self.graph
         if graph is not None and self.reset_path == "selected":
@@ -177,9 +170,36 @@ class StepConfig:
 
     @classmethod
     def preset(cls, name: PresetName, **overrides: Any) -> StepConfig:
-        """One of the five modes (:data:`PRESETS`), with ``overrides`` (fields) applied and validated."""
+        """One of the five modes (:data:`PRESETS`), with ``overrides`` (fields) applied and validated.
+
+        The overrides apply to the preset's decisions, and the fields left out follow again:
+        ``preset("masked", reset_path="selected")`` is ``StepConfig(reset_path="selected")`` (immediate
+        validation), not the masked preset's deferred validation kept over the selected path.
+
+        Raises:
+            ValueError: An unknown preset name, or a value or combination the configuration refuses.
+            TypeError: An override that is not a field (the fields are listed).
+        """
         _check_choice("preset", name, tuple(PRESETS))
-        return dataclasses.replace(PRESETS[name], **overrides)
+        if unknown := sorted(set(overrides) - set(cls.fields())):
+            raise TypeError(f"unknown StepConfig field(s) {unknown}; the fields are {list(cls.fields())}")
+        return cls(**(_PRESET_DECISIONS[name] | overrides))
+
+    @classmethod
+    def resolve(cls, config: StepConfig | PresetName | None) -> StepConfig:
+        """``config`` as a :class:`StepConfig`: a preset name is looked up, ``None`` is the default (selected).
+
+        Raises:
+            ValueError: An unknown preset name.
+            TypeError: ``config`` is neither a :class:`StepConfig`, a preset name nor ``None``.
+        """
+        if config is None:
+            return cls()
+        if isinstance(config, str):
+            return cls.preset(config)  # an unknown name is refused by preset
+        if isinstance(config, StepConfig):
+            return config
+        raise TypeError(f"`config` must be a StepConfig or a preset name {list(PRESETS)}, got {type(config).__name__}")
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
@@ -202,117 +222,17 @@ class StepConfig:
         return self.validation == "deferred"
 
 
-PRESETS: dict[PresetName, StepConfig] = {
-    "selected": StepConfig(),
-    "masked": StepConfig(reset_path="masked"),
-    "masked_persistent": StepConfig(reset_path="masked", persistent_buffers=True),
-    "reset_graph": StepConfig(graph="reset"),
-    "step_graph": StepConfig(graph="step"),
+_PRESET_DECISIONS: dict[PresetName, dict[str, Any]] = {
+    "selected": {},
+    "masked": {"reset_path": "masked"},
+    "masked_persistent": {"reset_path": "masked", "persistent_buffers": True},
+    "reset_graph": {"graph": "reset"},
+    "step_graph": {"graph": "step"},
 }
+"""The fields each preset decides; :meth:`StepConfig.preset` applies overrides to these and derives the rest."""
+
+PRESETS: dict[PresetName, StepConfig] = {name: StepConfig(**fields) for name, fields in _PRESET_DECISIONS.items()}
 """The five step modes, from the classic selected-row path to the whole step in one CUDA graph."""
 
 RUNTIME_FIELDS = ("validation_poll_interval", "published_buffer_depth")
 """Fields that are not decisions about the step: the wrapper takes them as keywords too."""
-
-LEGACY_FLAGS: dict[str, str] = {
-    "masked_autoreset": "reset_path='masked'",
-    "defer_finite_validation": "validation='deferred'",
-    "persistent_step_buffers": "persistent_buffers=True",
-    "autoreset_cuda_graph": "graph='reset' or graph='step'",
-    "cuda_graph_scope": "graph='reset' or graph='step'",
-    "autoreset_graph_warmup": "graph_warmup=...",
-    "autoreset_graph_capture_mode": "capture_mode=...",
-    "compile_step": "compile='inductor' (a backend)",
-    "compile_backend": "compile=<backend>",
-}
-"""The boolean keywords of earlier releases, and what replaces each (see :func:`from_flags`)."""
-
-
-def _legacy_values(config: StepConfig) -> dict[str, Any]:
-    """``config`` as the keywords of earlier releases: the base :func:`from_flags` applies old keywords to."""
-    return {
-        "masked_autoreset": config.masked,
-        "defer_finite_validation": config.deferred,
-        "persistent_step_buffers": config.persistent_buffers,
-        "autoreset_cuda_graph": config.graph is not None,
-        "cuda_graph_scope": config.graph or "reset",
-        "autoreset_graph_warmup": config.graph_warmup,
-        "autoreset_graph_capture_mode": config.capture_mode,
-        "compile_step": config.compile is not None,
-        "compile_backend": config.compile or "inductor",
-    }
-
-
-def from_flags(config: StepConfig | PresetName | None, flags: dict[str, Any]) -> StepConfig:
-    """``config`` (a preset name, a :class:`StepConfig` or ``None``: selected) with keyword ``flags`` applied.
-
-    ``flags`` may hold :data:`RUNTIME_FIELDS` (applied as they are) and the keywords of earlier releases
-    (:data:`LEGACY_FLAGS`, mapped onto the fields with a ``DeprecationWarning``). This function is the one
-    place that reads the old keywords.
-
-    Raises:
-        TypeError: An unknown keyword, or ``config`` of the wrong type.
-        ValueError: A value or a combination the configuration refuses, named.
-    """
-    accepted = [*RUNTIME_FIELDS, *LEGACY_FLAGS]
-    if unknown := sorted(set(flags) - set(accepted)):
-        fields = [f for f in unknown if f in StepConfig.fields()]
-        hint = f"; pass {fields} in `config=StepConfig(...)`" if fields else ""
-        raise TypeError(f"unknown wrapper flag(s) {unknown}; accepted: {accepted}{hint}")
-    if config is None:
-        base = StepConfig()
-    elif isinstance(config, str):
-        base = StepConfig.preset(config)
-    elif isinstance(config, StepConfig):
-        base = config
-    else:
-        raise TypeError(f"`config` must be a StepConfig or a preset name {list(PRESETS)}, got {type(config).__name__}")
-    runtime = {k: v for k, v in flags.items() if k in RUNTIME_FIELDS}
-    legacy = {k: v for k, v in flags.items() if k in LEGACY_FLAGS}
-    if not legacy:
-        return dataclasses.replace(base, **runtime)
-    warnings.warn(
-        "the wrapper's boolean keywords are deprecated: "
-        + ", ".join(f"`{k}` -> {LEGACY_FLAGS[k]}" for k in legacy)
-        + "; pass `config=` a preset name or a StepConfig",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    old = _legacy_values(base) | legacy
-    for name in ("masked_autoreset", "defer_finite_validation", "persistent_step_buffers", "autoreset_cuda_graph"):
-        if not isinstance(old[name], bool):
-            raise ValueError(f"`{name}` must be a bool, got {old[name]!r}")
-    if not isinstance(old["compile_step"], bool):
-        raise ValueError(f"`compile_step` must be a bool, got {old['compile_step']!r}")
-    _check_choice("cuda_graph_scope", old["cuda_graph_scope"], get_args(GraphScope))
-    _check_choice("compile_backend", old["compile_backend"], get_args(CompileBackend))
-    _check_int("autoreset_graph_warmup", old["autoreset_graph_warmup"], 0)
-    _check_choice("autoreset_graph_capture_mode", old["autoreset_graph_capture_mode"], get_args(CaptureMode))
-    if old["masked_autoreset"] and not old["defer_finite_validation"]:
-        raise ValueError(
-            "`masked_autoreset=True` requires `defer_finite_validation=True`: checking every step would read the "
-            "host every step"
-        )
-    if old["compile_step"] and not old["masked_autoreset"]:
-        raise ValueError(
-            "`compile_step=True` requires `masked_autoreset=True`: the selected-row path reads the host every "
-            "step, which would split the compiled step at every read"
-        )
-    if old["cuda_graph_scope"] == "step" and not old["autoreset_cuda_graph"]:
-        raise ValueError("`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`")
-    if old["autoreset_cuda_graph"] and not (old["masked_autoreset"] and old["persistent_step_buffers"]):
-        raise ValueError(
-            "`autoreset_cuda_graph=True` requires `masked_autoreset=True` and `persistent_step_buffers=True`, got "
-            f"masked_autoreset={old['masked_autoreset']}, persistent_step_buffers={old['persistent_step_buffers']}"
-        )
-    return StepConfig(
-        reset_path="masked" if old["masked_autoreset"] else "selected",
-        persistent_buffers=old["persistent_step_buffers"],
-        graph=old["cuda_graph_scope"] if old["autoreset_cuda_graph"] else None,
-        validation="deferred" if old["defer_finite_validation"] else "immediate",
-        compile=old["compile_backend"] if old["compile_step"] else None,
-        validation_poll_interval=runtime.get("validation_poll_interval", base.validation_poll_interval),
-        published_buffer_depth=runtime.get("published_buffer_depth", base.published_buffer_depth),
-        graph_warmup=old["autoreset_graph_warmup"],
-        capture_mode=old["autoreset_graph_capture_mode"],
-    )

@@ -4,17 +4,23 @@ Draws depend on neither ``num_envs`` nor on which other rows reset, so the selec
 reset paths produce bit-identical trajectories, and a captured graph needs no generator bookkeeping.
 The hash is 32-bit integer arithmetic carried in int64 tensors (no overflow), so CPU and CUDA agree
 bit for bit. The mixer is Chris Wellons' ``lowbias32`` (a well-tested 32-bit avalanche hash).
+
+All 64 bits of the seed and of the env index count. The low words go through the hash chain; the high
+words key its rounds (a key XOR-ed in after each round's add, zero when the high words are), so a seed
+or an env index of ``2**32`` or more never replays a smaller one, and below ``2**32`` every value is
+what it was without the keys.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
 import numpy as np
 import torch
 
-_MASK63 = (1 << 63) - 1
+_MASK64 = (1 << 64) - 1
 
 __all__ = [
     "fold_seed",
@@ -31,6 +37,8 @@ _MASK32 = 0xFFFFFFFF
 _M1 = 0x7FEB352D
 _M2 = 0x846CA68B
 _GOLDEN = 0x9E3779B9
+_K_SEED = 0x5BD1E995  # odd: multiplying by it mod 2**32 is a bijection with 0 -> 0
+_K_ENV = 0xCC9E2D51
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -51,8 +59,13 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def _combine(h: torch.Tensor, v: torch.Tensor | int) -> torch.Tensor:
-    return _mix32(((h ^ (v & _MASK32)) + _GOLDEN) & _MASK32)
+def _combine(h: torch.Tensor, v: torch.Tensor | int, key: torch.Tensor) -> torch.Tensor:
+    return _mix32((((h ^ (v & _MASK32)) + _GOLDEN) & _MASK32) ^ key)
+
+
+def _high_key(x: torch.Tensor, k: int) -> torch.Tensor:
+    """The high 32 bits of int64 ``x`` (two's complement) times the odd ``k``, mod ``2**32``: 0 iff they are 0."""
+    return _mul32((x >> 32) & _MASK32, k)
 
 
 def hash_keys(
@@ -63,14 +76,16 @@ def hash_keys(
     Args:
         seed: int64 scalar tensor (kept on the device so a captured graph sees seed changes).
         env_ids: int64 ``(n,)`` global env indices.
-        episode: int64 ``(n,)`` episode index of each row.
+        episode: int64 ``(n,)`` episode index of each row (its low 32 bits count).
         draws: int64 ``(k,)`` draw indices within the episode.
         stream: a small int separating independent uses (e.g. qpos noise vs qvel noise).
     """
+    seed_key = _high_key(seed, _K_SEED)  # keys every round: a high seed word is never undone by a low one
+    row_key = seed_key ^ _high_key(env_ids, _K_ENV)
     h = _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32) ^ stream)
-    h = _combine(h.expand(env_ids.shape), env_ids)
-    h = _combine(h, episode)
-    return _combine(h.unsqueeze(-1), draws.unsqueeze(0))
+    h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
+    h = _combine(h, episode, row_key)
+    return _combine(h.unsqueeze(-1), draws.unsqueeze(0), row_key.unsqueeze(-1))
 
 
 def counter_bits(
@@ -131,18 +146,19 @@ def counter_normal(
 
 
 def fold_seed(seed: Any) -> int:
-    """A non-negative int seed (any size, as Gymnasium accepts) folded into the 63-bit counter key.
+    """A non-negative int seed (any size, as Gymnasium accepts) as the 64-bit counter key, an int64 value.
 
-    Seeds below 2**63 are kept as they are; larger ones are XOR-folded 63 bits at a time, so every seed
-    maps to one key and no seed is refused for its size.
+    Seeds below ``2**64`` keep every bit (those of ``2**63`` or more as the int64 of the same bits, so
+    every such seed has a key of its own); larger ones are hashed to 64 bits (BLAKE2b), so no seed is
+    refused for its size and none maps onto another by a pattern of its bits.
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"`seed` must be an int or None (non-negative, as in Gymnasium), got {seed!r}")
-    seed, key = int(seed), 0
-    while seed:
-        key ^= seed & _MASK63
-        seed >>= 63
-    return key
+    key = int(seed)
+    if key > _MASK64:
+        digest = hashlib.blake2b(key.to_bytes((key.bit_length() + 7) // 8, "little"), digest_size=8).digest()
+        key = int.from_bytes(digest, "little")
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 class EpisodeKeys:

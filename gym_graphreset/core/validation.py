@@ -92,20 +92,37 @@ class ValidationLatch:
         self.step = torch.zeros((), dtype=torch.long, device=self.device)
         self._no_rows = torch.full((2,), -1, dtype=torch.long, device=self.device)
         self._slots: dict[str, int] = {}
-        self._messages: list[str] = []
+        self._messages: list[str] = []  # per slot: the latest message
+        self._given: list[int] = []  # per slot: how many messages it was given since the last poll (changes)
         self._window_start = 0
-        self._index_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], torch.Tensor | slice] = {}
+        self._index_cache: dict[tuple[str, ...], torch.Tensor | slice] = {}  # by names: messages may change
         self._batch: PendingChecks | None = None
 
     def slot(self, name: str, message: str) -> int:
-        """The slot index of ``name``, registering it (host-only) on first use."""
+        """The slot index of ``name``, registering it (host-only) on first use; ``message`` becomes its message.
+
+        A poll reports the message of the latest ``require`` of a name: a message that changes from step to
+        step replaces the one before (one slot and one message per name, whatever the messages), and the
+        report says how many messages the name had since the last poll when it had more than one.
+        """
         index = self._slots.get(name)
         if index is None:
             if len(self._slots) == self.capacity:
                 raise ValueError(f"validation latch is full ({self.capacity} named checks); names: {list(self._slots)}")
             index = self._slots[name] = len(self._slots)
             self._messages.append(message)
+            self._given.append(1)
+        elif self._messages[index] != message or not self._given[index]:
+            self._given[index] += 1
+            self._messages[index] = message
         return index
+
+    def _reported_messages(self) -> list[str]:
+        """Each slot's message for a report (noting a message that changed since the last poll)."""
+        return [
+            m if k <= 1 else f"{m} (the latest of {k} messages given since the last poll)"
+            for m, k in zip(self._messages, self._given, strict=True)
+        ]
 
     @property
     def names(self) -> list[str]:
@@ -241,12 +258,11 @@ class ValidationLatch:
         Slots that follow one another (the usual case: a region's checks were registered together) are
         updated through views, in place; others through an index.
         """
-        key = (names, messages)
-        slots = self._index_cache.get(key)
+        ids = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]  # host only: messages kept current
+        slots = self._index_cache.get(names)
         if slots is None:
-            ids = [self.slot(n, m) for n, m in zip(names, messages, strict=True)]
             run = ids == list(range(ids[0], ids[0] + len(ids)))
-            slots = self._index_cache[key] = (
+            slots = self._index_cache[names] = (
                 slice(ids[0], ids[0] + len(ids)) if run else torch.tensor(ids, device=self.device)
             )
         if isinstance(slots, slice):
@@ -280,7 +296,7 @@ class ValidationLatch:
         """
         window = (self._window_start, steps_done - 1)
         self._window_start = steps_done
-        names, messages = list(self._slots), list(self._messages)
+        names, messages = list(self._slots), self._reported_messages()
         if group is None or group is False:
             n = len(names)
             values = torch.cat((self.first_failed[:n], self.rows[:n].flatten())).tolist()  # the one host read
@@ -291,6 +307,7 @@ class ValidationLatch:
             ]
         else:
             failures = self._poll_ranks(None if group is True else group)
+        self._given = [0] * len(names)  # a new window
         if not failures:
             return
         self.clear()
@@ -310,7 +327,7 @@ class ValidationLatch:
         # Some rank failed (every rank sees it): gather the check names too, since a rank may have
         # registered checks the others never made.
         labels: list[Any] = [None] * len(gathered)
-        dist.all_gather_object(labels, (list(self._slots), list(self._messages)), group=group)
+        dist.all_gather_object(labels, (list(self._slots), self._reported_messages()), group=group)
         return [
             FailedCheck(
                 labels[rank][0][i], labels[rank][1][i], v, rank, *_rows(values_of[rank][cap + 2 * i : cap + 2 * i + 2])

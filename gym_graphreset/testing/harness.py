@@ -27,7 +27,7 @@ import torch
 
 from gym_graphreset.capture.compiling import CompileBackend
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
-from gym_graphreset.core.config import PRESETS, PresetName, StepConfig, from_flags
+from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.testing.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.testing.host_syncs import SyncCanaryResult, assert_sync_free, count_host_syncs
 from gym_graphreset.testing.rollouts import _compare, rollout
@@ -54,7 +54,7 @@ Factory = Callable[[dict[str, Any]], FixedShapeAutoresetVectorEnv]
 
 def _config(config: StepConfig | PresetName | None, default: PresetName) -> StepConfig:
     """A preset name or a StepConfig (``None``: ``default``), as a StepConfig (an unknown name is refused)."""
-    return from_flags(config if config is not None else default, {})
+    return StepConfig.resolve(config if config is not None else default)
 
 
 def assert_masked_matches_selected(

@@ -52,6 +52,7 @@ record = {"peer": "mjlab", "task": args.get("--task", "Mjlab-Velocity-Flat-Unitr
           "pythonpath": os.environ.get("PYTHONPATH"), "physics_states": args.get("--physics-states")}
 if mode == "partial":
     del record["physics_ms"]
+record.update(json.loads(os.environ.get("FAKE_PATCH", "{}")))
 print(json.dumps(record))
 """
 
@@ -89,7 +90,8 @@ def test_parse_peer_output_takes_the_last_line_of_that_peer() -> None:
     [
         ("ours", Variant("ours")),
         ("mjlab-go1:model_xml=/a/go1.xml", Variant("mjlab-go1", {"model_xml": "/a/go1.xml"})),
-        ("v: a=1 , b=x=y,", Variant("v", {"a": "1", "b": "x=y"})),
+        ("v: a=1 , b=x=y,", Variant("v", {"a": 1, "b": "x=y"})),
+        ("v:f=0.5,t=true,F=False,s=1.5.2", Variant("v", {"f": 0.5, "t": True, "F": False, "s": "1.5.2"})),
     ],
 )
 def test_parse_variant(text: str, expected: Variant) -> None:
@@ -137,6 +139,35 @@ def test_run_peer_parses_the_runner_line(
     assert result.env_steps_per_s == pytest.approx(256 / 0.05) and result.host_syncs_per_step == 65.0
     assert result.extra["physics_ms"] == 8.0 and result.extra["warmup"] == 3 and result.extra["engine"] == "mjlab"
     assert result.extra["pythonpath"] == "/peer/site" and result.extra["physics_states"] == "free"
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"num_envs": 32}, "`num_envs` must be 64 (the run asked for), got 32"),
+        ({"steps": 3}, "`steps` must be 7 (the run asked for), got 3"),
+        ({"ms_per_step": float("nan")}, "`ms_per_step` must be a finite number > 0, got nan"),
+        ({"ms_per_step": -50.0}, "`ms_per_step` must be a finite number > 0, got -50.0"),
+        ({"env_steps_per_s": float("inf")}, "`env_steps_per_s` must be a finite number > 0, got inf"),
+        ({"physics_ms": 0.0}, "`physics_ms` must be a finite number > 0, got 0.0"),
+        ({"physics_ms": "8"}, "`physics_ms` must be a finite number > 0, got '8'"),
+        ({"host_syncs_per_step": -1}, "`host_syncs_per_step` must be a finite number >= 0, got -1"),
+        ({"peak_gpu_mem_mb": float("nan")}, "`peak_gpu_mem_mb` must be a finite number >= 0, got nan"),
+    ],
+)
+def test_run_peer_refuses_a_record_of_another_size_or_with_bad_timings_by_field(
+    fake_runner: Path,
+    config: PeerConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    patch: dict[str, Any],
+    message: str,
+) -> None:
+    """A record that would put a wrong or non-finite number in the table is a notice naming the field."""
+    monkeypatch.setenv("FAKE_PATCH", json.dumps(patch))
+    result = run_peer(config, 64, steps=7, warmup=1, runner=fake_runner)
+    assert isinstance(result, PeerSkipped) and result.reason == "failed"
+    assert f"mjlab peer: x64 printed an unreadable result ({message}): skipped" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -273,17 +304,16 @@ def test_comparison_table_marks_the_same_model_ratio(tmp_path: Path) -> None:
     assert "| mjlab | Mjlab-Go1 | 4096 | mjlab | 81,920 | 50.00 | 8.50 | 5.88 | 0.00 | - |" in table
 
 
-def test_cli_rejects_bad_peer_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["bench", "--device", "cpu", "--num-envs", "8", "--steps", "1", "--modes", "masked"]
+def test_cli_rejects_bad_peer_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["bench", "--device", "cpu", "--num-envs", "8", "--steps", "1", "--modes", "masked", "--out", str(tmp_path)]
     assert main([*base, "--peer", "mjlab,brax"]) == 2
     assert "unknown --peer ['brax']; choose from ['mjlab']" in capsys.readouterr().err
-    assert main([*base, "--peer", "mjlab", "--peer-timeout", "0"]) == 2
-    assert "--peer-timeout must be > 0 seconds, got 0.0" in capsys.readouterr().err
     assert main([*base, "--variant", "a", "--variant", "a:x=1"]) == 2
     assert "`--variant` label 'a' given twice" in capsys.readouterr().err
     assert main([*base, "--variant", "a:x"]) == 2
     assert "items must be key=value" in capsys.readouterr().err
-    assert main([*base, "--no-progress", "--variant", "a:model_xml=go1.xml"]) == 2
+    (tmp_path / "go1.xml").write_text("<mujoco/>")
+    assert main([*base, "--no-progress", "--variant", f"a:model_xml={tmp_path / 'go1.xml'}"]) == 2
     assert "`--variant a`: gym_graphreset/CartPole-v1 does not take ['model_xml']" in capsys.readouterr().err
 
 
@@ -315,6 +345,7 @@ def test_cli_variants_reach_the_constructor_and_peer_rows_are_saved(
     monkeypatch.setattr(compare, "runner_path", lambda name: fake_runner)
     monkeypatch.setenv("FAKE_MODE", "ok")
     monkeypatch.setenv("FAKE_MODEL_XML", str(tmp_path / "go1.xml"))
+    (tmp_path / "go1.xml").write_text("<mujoco/>")  # the model file of the variant must exist
     args = [*CLI, "--out", str(tmp_path), "--no-progress", "--peer", "mjlab", "--peer-python", sys.executable]
     assert main([*args, "--variant", "ours", "--variant", f"theirs:model_xml={tmp_path / 'go1.xml'}"]) == 0
     assert {"model_xml": str(tmp_path / "go1.xml")} in seen and {} in seen

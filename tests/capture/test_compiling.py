@@ -21,7 +21,6 @@ import torch
 import gym_graphreset  # noqa: F401  (registers the env ids)
 from gym_graphreset import PRESETS, EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.capture.compiling import CompiledStep, CompileWarning, declared_boundaries, opaque
-from gym_graphreset.core.config import from_flags
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import assert_compiled_matches_uncompiled
 from tests.conftest import load_example, needs_cuda
@@ -165,26 +164,6 @@ def test_invalid_compile_configurations_are_refused(fields: dict[str, Any], matc
     """Combinations that cannot work are a ValueError naming the field, at construction."""
     with pytest.raises(ValueError, match=match):
         StepConfig(**fields)
-
-
-@pytest.mark.parametrize(
-    ("flags", "match"),
-    [
-        ({"compile_step": True}, "requires `masked_autoreset=True`"),
-        (
-            {"masked_autoreset": True, "defer_finite_validation": True, "compile_step": 1},
-            "`compile_step` must be a bool",
-        ),
-        (
-            {"masked_autoreset": True, "defer_finite_validation": True, "compile_step": True, "compile_backend": "tvm"},
-            "compile_backend",
-        ),
-    ],
-)
-def test_legacy_compile_keywords_are_refused_by_name(flags: dict[str, Any], match: str) -> None:
-    """The old keywords still map (with a DeprecationWarning) and are still refused by name."""
-    with pytest.raises(ValueError, match=match), pytest.warns(DeprecationWarning):
-        from_flags(None, flags)
 
 
 def _actions(space: gym.Space, steps: int, seed: int = 0) -> list[torch.Tensor]:

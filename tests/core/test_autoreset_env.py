@@ -32,7 +32,6 @@ from gym_graphreset.envs import CartPoleVectorEnv
 from tests.conftest import GRAPH_MODES, MODES, ScriptedVectorEnv, needs_cuda, scripted_env
 
 MASKED = MODES["masked"]
-LEGACY_MASKED = {"masked_autoreset": True, "defer_finite_validation": True}  # earlier releases' keywords
 
 
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: list[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
@@ -312,37 +311,14 @@ def test_a_graph_implies_the_masked_path_and_persistent_buffers() -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "message"),
-    [
-        ({"masked_autoreset": True}, "`masked_autoreset=True` requires `defer_finite_validation=True`"),
-        ({"autoreset_cuda_graph": True}, "`autoreset_cuda_graph=True` requires `masked_autoreset=True`"),
-        ({**LEGACY_MASKED, "autoreset_cuda_graph": True}, "persistent_step_buffers=False"),
-        (
-            {**LEGACY_MASKED, "persistent_step_buffers": True, "autoreset_cuda_graph": True},
-            "`graph='reset'` needs a CUDA env, but the env is on device cpu",
-        ),
-        ({"cuda_graph_scope": "step"}, "`cuda_graph_scope='step'` requires `autoreset_cuda_graph=True`"),
-        ({"cuda_graph_scope": "all"}, "`cuda_graph_scope` must be 'reset' or 'step', got 'all'"),
-        ({"autoreset_graph_capture_mode": "local"}, "`autoreset_graph_capture_mode` must be one of"),
-        ({"autoreset_graph_warmup": -1}, "`autoreset_graph_warmup` must be an int >= 0, got -1"),
-        ({"masked_autoreset": 1}, "`masked_autoreset` must be a bool, got 1"),
-    ],
+    "keyword", ["masked_autoreset", "defer_finite_validation", "autoreset_cuda_graph", "compile_step", "flags"]
 )
-def test_legacy_keywords_still_refused_by_name(flags: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)), pytest.warns(DeprecationWarning):
-        FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **flags)
-
-
-@pytest.mark.parametrize("preset", ["selected", "masked", "masked_persistent"])
-def test_legacy_keywords_map_onto_the_preset_with_a_warning(preset: str) -> None:
-    old = {
-        "selected": {"defer_finite_validation": False},
-        "masked": LEGACY_MASKED,
-        "masked_persistent": {**LEGACY_MASKED, "persistent_step_buffers": True},
-    }[preset]
-    with pytest.warns(DeprecationWarning, match="pass `config=` a preset name or a StepConfig"):
-        env = FixedShapeAutoresetVectorEnv(scripted_env(2, 3), **old, published_buffer_depth=3)
-    assert env.config == StepConfig.preset(preset, published_buffer_depth=3)  # type: ignore[arg-type]
+def test_an_unknown_keyword_is_refused_by_name_with_the_accepted_ones(keyword: str) -> None:
+    inner = scripted_env(2, 3)
+    accepted = "FixedShapeAutoresetVectorEnv accepts ['config', 'reset_terms'"
+    with pytest.raises(TypeError, match=re.escape(f"unknown keyword(s) ['{keyword}']; {accepted}")):
+        FixedShapeAutoresetVectorEnv(inner, **{keyword: True})
+    FixedShapeAutoresetVectorEnv(inner, "masked")  # nothing of the inner env was claimed by the refused call
 
 
 def test_runtime_keywords_and_presets_need_no_warning() -> None:

@@ -97,18 +97,30 @@ def test_tree_where_rows() -> None:
 @pytest.mark.parametrize("resets", [1, 2, 5])
 def test_resets_between_steps_do_not_shorten_the_promise(depth: int, resets: int) -> None:
     """Reset publications between steps take slots of their own: every publication made after step t
-    (step t's included) is unchanged through step t + depth - 1, and the ring stays bounded."""
+    (step t's included) is unchanged through step t + depth - 1 (a reset's, unless ``depth`` more resets
+    followed it before a step), and the ring stays bounded."""
     ring = PublicationRing(depth)
-    held: list[tuple[int, Any, float]] = []  # (step count when published, tree, value)
+    held: list[tuple[int, Any, float, bool]] = []  # (step count when published, tree, value, a step's)
     value = 0.0
     for t in range(6 * depth):
         for is_step in [True] + [False] * (resets if t % 2 else 0):
             value += 1
-            held.append((ring.steps + int(is_step), ring.publish(_tree(value), step=is_step), value))
-        for published_at, tree, v in held:
-            if ring.steps < published_at + depth:
+            held.append((ring.steps + int(is_step), ring.publish(_tree(value), step=is_step), value, is_step))
+        for i, (published_at, tree, v, is_step) in enumerate(held):
+            later_resets = sum(1 for at, _, _, s in held[i + 1 :] if at == published_at and not s)
+            if ring.steps < published_at + depth and (is_step or later_resets < depth):
                 assert tree[0].eq(v).all(), f"a value published at step {published_at} changed at {ring.steps}"
-    assert len(ring.slots) <= depth * (1 + resets)  # at most the publications that may still be held
+    assert len(ring.slots) <= depth * (1 + min(resets, depth))  # a run of resets holds at most depth slots
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_resets_in_a_row_reuse_their_slots(depth: int) -> None:
+    """Any number of resets with no step between cycle through ``depth`` slots: memory stays flat."""
+    ring = PublicationRing(depth)
+    ring.publish(_tree(0.0))
+    held = [ring.publish(_tree(float(i)), step=False) for i in range(1, 200)]
+    assert len(ring.slots) == 1 + depth and ring.allocations == 2 * (1 + depth)
+    assert all(tree[0].eq(199 - i).all() for i, tree in enumerate(reversed(held[-depth:])))  # the last depth kept
 
 
 _MODES = {
@@ -145,3 +157,22 @@ def test_owned_like_is_never_an_inference_tensor() -> None:
         made = owned_like(torch.ones(3))
     assert not made.is_inference()
     made.copy_(torch.zeros(3))  # writable outside inference mode
+
+
+@pytest.mark.parametrize("preset", ["masked_persistent", "selected"])
+def test_consecutive_wrapper_resets_keep_memory_flat(preset: str) -> None:
+    """``reset()`` after ``reset()`` (no step between) reuses the ring's slots instead of taking new ones."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv, StepConfig
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), StepConfig.preset(preset, persistent_buffers=True))
+    env.reset(seed=0)
+    env.step(torch.ones(4, dtype=torch.long))
+    env.reset(seed=1)
+    env.reset(seed=2)
+    allocations, slots = env.ring.allocations, len(env.ring.slots)
+    for seed in range(3, 40):
+        obs, _ = env.reset(seed=seed)
+    assert (env.ring.allocations, len(env.ring.slots)) == (allocations, slots)
+    obs, *_ = env.step(torch.ones(4, dtype=torch.long))
+    assert torch.isfinite(obs).all()

@@ -20,6 +20,7 @@ from gym_graphreset import (
     FixedShapeAutoresetVectorEnv,
     ResetSelection,
     ResetTerm,
+    StepConfig,
 )
 from gym_graphreset.core.validation import ValidationLatch
 from gym_graphreset.envs import CartPoleVectorEnv
@@ -65,10 +66,10 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         "has no `device` attribute: the wrapper needs torch tensors on a known device (wrap a numpy VectorEnv in "
         "gymnasium.wrappers.vector.NumpyToTorch",
     ),
-    "an unknown flag": (
+    "an unknown keyword": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), masked=True),
         TypeError,
-        "unknown wrapper flag(s) ['masked']",
+        "unknown keyword(s) ['masked']; FixedShapeAutoresetVectorEnv accepts ['config', 'reset_terms', ",
     ),
     "EpisodeStatistics sized for another batch": (
         lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), reset_terms={"ep": EpisodeStatistics(num_envs=3)}),
@@ -133,10 +134,10 @@ CONSTRUCTION: dict[str, tuple[Callable[[], Any], type[Exception], str]] = {
         ValueError,
         f"`validation_poll_interval` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**64}",
     ),
-    "autoreset_graph_warmup beyond int64 (an old keyword, checked by its name)": (
-        lambda: FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N), autoreset_graph_warmup=2**63),
+    "graph_warmup beyond int64": (
+        lambda: StepConfig(graph_warmup=2**63),
         ValueError,
-        f"`autoreset_graph_warmup` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**63}",
+        f"`graph_warmup` must be an int <= {2**63 - 1} (steps are counted in int64), got {2**63}",
     ),
     "device='tpu'": (lambda: CartPoleVectorEnv(N, device="tpu"), ValueError, "`device` must be 'cpu' or 'cuda[:N]'"),
     "ResetSelection(2.5)": (lambda: ResetSelection(2.5, "cpu"), TypeError, "`num_envs` must be an int >= 1, got 2.5"),  # type: ignore[arg-type]

@@ -51,34 +51,75 @@ def test_normal_moments_and_tails() -> None:
     assert torch.isfinite(n).all()
 
 
-def _ref_hash(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
-    """lowbias32 keyed by (seed, stream, env, episode, draw), in Python's unbounded ints: the reference."""
-    mask = 0xFFFFFFFF
+MASK = 0xFFFFFFFF
 
-    def mix(x: int) -> int:
-        x ^= x >> 16
-        x = (x * 0x7FEB352D) & mask
-        x ^= x >> 15
-        x = (x * 0x846CA68B) & mask
-        return x ^ (x >> 16)
+
+def _mix(x: int) -> int:
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & MASK
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & MASK
+    return x ^ (x >> 16)
+
+
+def _ref_hash(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
+    """lowbias32 keyed by (seed, stream, env, episode, draw), in Python's unbounded ints: the reference.
+
+    The high words of the seed and the env index key the rounds (zero keys below ``2**32``).
+    """
+
+    def combine(h: int, v: int, key: int) -> int:
+        return _mix((((h ^ (v & MASK)) + 0x9E3779B9) & MASK) ^ key)
+
+    seed_key = (((seed >> 32) & MASK) * 0x5BD1E995) & MASK
+    row_key = seed_key ^ ((((env >> 32) & MASK) * 0xCC9E2D51) & MASK)
+    h = _mix((seed & MASK) ^ _mix((seed >> 32) & MASK) ^ stream)
+    return combine(combine(combine(h, env, seed_key), episode, row_key), draw, row_key)
+
+
+def _hash_below_2_32(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
+    """The hash as it is for a seed and env index below ``2**32`` (no keys): these values are pinned."""
 
     def combine(h: int, v: int) -> int:
-        return mix(((h ^ (v & mask)) + 0x9E3779B9) & mask)
+        return _mix(((h ^ (v & MASK)) + 0x9E3779B9) & MASK)
 
-    h = mix((seed & mask) ^ mix((seed >> 32) & mask) ^ stream)
-    return combine(combine(combine(h, env), episode), draw)
+    return combine(combine(combine(_mix(seed ^ stream), env), episode), draw)
 
 
-@pytest.mark.parametrize("seed", [0, 1234, 2**40 + 7, 2**63 - 1])
+@pytest.mark.parametrize("seed", [0, 1234, 2**32 - 1, 2**40 + 7, 2**63 - 1, -(2**63)])
 @pytest.mark.parametrize("stream", [0, 1000])
 def test_hash_matches_the_reference_bit_for_bit(seed: int, stream: int) -> None:
-    """The int64 tensor hash is lowbias32 exactly: any change to the arithmetic changes every draw."""
-    env_ids = torch.tensor([0, 1, 4095, 2**31 + 5])
-    episode = torch.tensor([-1, 0, 7, 2**33])  # -1: before the first reset
+    """The int64 tensor hash is lowbias32 exactly: any change to the arithmetic changes every draw; below
+    ``2**32`` (seed and env index) it is the keyless chain, value for value."""
+    env_ids = torch.tensor([0, 1, 4095, 2**31 + 5, 2**32, 2**62 + 3])
+    episode = torch.tensor([-1, 0, 7, 2**33, 5, 1])  # -1: before the first reset
     got = hash_keys(torch.tensor(seed), env_ids, episode, torch.arange(3), stream)
-    rows = zip(env_ids.tolist(), episode.tolist(), strict=True)
-    want = [[_ref_hash(seed, e, p, d, stream) for d in range(3)] for e, p in rows]
-    assert got.tolist() == want
+    rows = list(zip(env_ids.tolist(), episode.tolist(), strict=True))
+    assert got.tolist() == [[_ref_hash(seed % 2**64, e, p, d, stream) for d in range(3)] for e, p in rows]
+    if 0 <= seed < 2**32:
+        small = [[_hash_below_2_32(seed, e, p, d, stream) for d in range(3)] for e, p in rows if e < 2**32]
+        assert got[: len(small)].tolist() == small
+
+
+def test_high_words_never_replay_a_smaller_seed_or_env() -> None:
+    """A seed or env index of ``2**32`` or more gives draws of its own, also where the low words were
+    chosen to cancel the high ones: ``2**32 + mix(1)`` against seed 0, env ``2**32 + i`` against env
+    ``i``, and the seeds ``2**63`` and ``2**64 + 1`` against 1 (whole-population draws over episodes)."""
+    from gym_graphreset.core.rng import fold_seed
+
+    ids, ep = _ids(4)
+    draws = torch.arange(4)
+
+    def bits(seed: int, env_ids: torch.Tensor, episodes: torch.Tensor = ep) -> torch.Tensor:
+        return hash_keys(torch.tensor(fold_seed(seed)), env_ids, episodes, draws, 0)
+
+    assert not torch.equal(bits(2**32 + _mix(1), ids), bits(0, ids))
+    for seed in (2**32 + _mix(1), 2**32, 7):
+        for episode in range(3):
+            assert not torch.equal(bits(seed, ids + 2**32, ep + episode), bits(seed, ids, ep + episode))
+    for seed in (2**63, 2**64 + 1, 2**64 + 2**63 + 1, 2**127 + 1):
+        assert not torch.equal(bits(seed, ids), bits(1, ids)), seed
+    assert fold_seed(2**64 - 1) == -1 and fold_seed(2**63) == -(2**63)  # every bit below 2**64 kept
 
 
 def test_seed_above_32_bits_matters() -> None:

@@ -277,3 +277,24 @@ def test_wrapper_with_a_process_group_reports_rows(process_group) -> None:
     env.step(torch.tensor([0, 7, 1, 7]))  # out of the Discrete(2) space in rows 1 and 3
     with pytest.raises(DeferredValidationError, match=r"valid_actions on rank 0: .*row 1 and 1 more\)"):
         env.poll_finite_validation()
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_per_step_messages_keep_one_slot_and_report_the_latest(batched: bool) -> None:
+    """A message that changes every step neither grows the latch's caches nor is reported stale."""
+    latch = ValidationLatch("cpu", capacity=4)
+    for t in range(200):
+        with latch.batch() if batched else contextlib.nullcontext():
+            latch.require(torch.tensor([True, t < 150]), "reward", f"reward out of range at step {t}")
+            latch.require(torch.tensor(True), "obs", "obs out of range")
+        latch.advance()
+    assert latch.names == ["reward", "obs"] and len(latch._index_cache) <= 2  # by names, not by messages
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(200)
+    (failure,) = err.value.failures
+    assert failure.first_failed_step == 150 and failure.first_row == 1
+    assert failure.message == "reward out of range at step 199 (the latest of 200 messages given since the last poll)"
+    latch.require(torch.tensor(False), "reward", "reward out of range at step 200")
+    with pytest.raises(DeferredValidationError) as err:
+        latch.poll(201)
+    assert err.value.failures[0].message == "reward out of range at step 200"  # a new window: one message

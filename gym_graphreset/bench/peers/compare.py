@@ -13,6 +13,7 @@ versions in ``extra``). A peer that is missing, times out or crashes gives a one
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -75,16 +76,35 @@ class PeerSkipped:
     message: str
 
 
+VariantValue = bool | int | float | str
+"""A ``--variant`` value, typed: ``true``/``false`` a bool, ``3`` an int, ``0.5`` a float, the rest a string."""
+
+
 @dataclass(frozen=True)
 class Variant:
     """A model variant of our env: a label and the keyword arguments its constructor gets."""
 
     label: str
-    kwargs: dict[str, str] = field(default_factory=dict)
+    kwargs: dict[str, VariantValue] = field(default_factory=dict)
+
+
+def _typed(value: str) -> VariantValue:
+    """``value`` as a bool (``true``/``false``, any case), an int, a float, or the string itself."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 def parse_variant(text: str) -> Variant:
     """``LABEL`` or ``LABEL:key=value[,key=value...]`` -> :class:`Variant` (e.g. ``mjlab-go1:model_xml=go1.xml``).
+
+    Values are typed: ``true``/``false`` become bools, numbers ints or floats, the rest stay strings
+    (``n=3,scale=0.5,flat=true,model_xml=go1.xml``).
 
     Raises:
         ValueError: an empty label, or an item that is not ``key=value`` with a non-empty key.
@@ -92,12 +112,12 @@ def parse_variant(text: str) -> Variant:
     label, _, rest = text.partition(":")
     if not label.strip():
         raise ValueError(f"`--variant` needs a label before ':', got {text!r} (expected LABEL[:key=value,...])")
-    kwargs: dict[str, str] = {}
+    kwargs: dict[str, VariantValue] = {}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"`--variant` items must be key=value, got {item!r} in {text!r}")
-        kwargs[key.strip()] = value.strip()
+        kwargs[key.strip()] = _typed(value.strip())
     return Variant(label.strip(), kwargs)
 
 
@@ -121,12 +141,39 @@ def parse_peer_output(stdout: str, name: str = "mjlab") -> dict[str, Any] | None
     return None
 
 
-def _to_result(record: dict[str, Any]) -> ModeResult:
-    """A runner's record -> a ModeResult (``mode`` is the peer's name; the rest goes to ``extra``)."""
+def _check_record(record: dict[str, Any], num_envs: int, steps: int) -> None:
+    """Refuse a record of another size or step count, or with a timing that is not a finite number > 0.
+
+    Raises:
+        ValueError: naming the field, what was expected and what came.
+    """
+    for name, asked in (("num_envs", num_envs), ("steps", steps)):
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value != asked:
+            raise ValueError(f"`{name}` must be {asked} (the run asked for), got {value!r}")
+    for name in ("ms_per_step", "env_steps_per_s", "physics_ms"):
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"`{name}` must be a finite number > 0, got {value!r}")
+    for name in ("host_syncs_per_step", "peak_gpu_mem_mb"):
+        value = record[name]
+        if value is None and name == "peak_gpu_mem_mb":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"`{name}` must be a finite number >= 0, got {value!r}")
+
+
+def _to_result(record: dict[str, Any], num_envs: int, steps: int) -> ModeResult:
+    """A runner's record at ``num_envs`` x ``steps`` -> a ModeResult (``mode``: the peer; the rest: ``extra``).
+
+    Raises:
+        ValueError: a field missing, or one :func:`_check_record` refuses (named).
+    """
     main = ("num_envs", "device", "steps", "ms_per_step", "env_steps_per_s", "host_syncs_per_step", "peak_gpu_mem_mb")
     missing = [k for k in (*main, "task", "physics_ms") if k not in record]
     if missing:
         raise ValueError(f"the peer's JSON line lacks {missing}: {record}")
+    _check_record(record, num_envs, steps)
     extra = {k: v for k, v in record.items() if k not in (*main, "peer", "task")}
     extra["engine"] = record["peer"]
     return ModeResult(
@@ -187,7 +234,7 @@ def run_peer(
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return _skip(config, "failed", f"x{num_envs} failed (exit status {proc.returncode}: {tail})")
     try:
-        return _to_result(record)
+        return _to_result(record, num_envs, steps)
     except (ValueError, TypeError) as exc:
         return _skip(config, "failed", f"x{num_envs} printed an unreadable result ({exc})")
 

@@ -22,7 +22,28 @@ import torch
 
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 
-__all__ = ["RenderUnavailable", "render_frames", "save_gif"]
+__all__ = ["MAX_FRAME_SIZE", "MAX_GIF_FPS", "RenderUnavailable", "render_frames", "save_gif"]
+
+MAX_FRAME_SIZE = 8192
+"""The largest frame width or height, in pixels (an offscreen buffer of that size is made for the frames)."""
+MAX_GIF_FPS = 100.0
+"""GIF frame delays are counted in hundredths of a second: at most 100 frames per second."""
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low or (high and value > high):
+        accepted = f"an int in [{low}, {high}]" if high else f"an int >= {low}"
+        raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
+    return int(value)
+
+
+def _check_positive(name: str, value: Any, high: float | None = None) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+    if not ok or not np.isfinite(value) or value <= 0 or (high is not None and value > high):
+        accepted = "a finite number > 0" + (f" and <= {high:g}" if high is not None else "")
+        raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
+    return float(value)
+
 
 Policy = Callable[[Any], torch.Tensor]
 """Maps the env's batched observation to a batched action (e.g. a trained actor's mean action)."""
@@ -51,16 +72,20 @@ def render_frames(
 
     Raises:
         TypeError: ``env`` has no MuJoCo Warp env inside.
-        ValueError: ``world`` is not one of the env's worlds, or ``steps`` < 1.
+        ValueError: ``world`` is not one of the env's worlds, ``steps`` < 1, ``width`` or ``height`` not in
+            ``[1, MAX_FRAME_SIZE]``, or ``distance`` not a finite number > 0 (each named, before any work).
         RenderUnavailable: MuJoCo could not make an OpenGL context.
     """
     physics = env.unwrapped
     if not isinstance(physics, MJWarpVectorEnv):
         raise TypeError(f"render_frames needs a MuJoCo Warp env (or a wrapper of one), got {type(physics).__name__}")
-    if not 0 <= world < physics.num_envs:
-        raise ValueError(f"`world` must be in [0, {physics.num_envs}), got {world}")
-    if steps < 1:
-        raise ValueError(f"`steps` must be >= 1, got {steps}")
+    if isinstance(world, bool) or not isinstance(world, int | np.integer) or not 0 <= world < physics.num_envs:
+        raise ValueError(f"`world` must be in [0, {physics.num_envs}), got {world!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 1:
+        raise ValueError(f"`steps` must be >= 1, got {steps!r}")
+    width = _check_int("width", width, 1, MAX_FRAME_SIZE)
+    height = _check_int("height", height, 1, MAX_FRAME_SIZE)
+    distance = _check_positive("distance", distance)
     import copy
 
     import mujoco
@@ -68,6 +93,8 @@ def render_frames(
     model = copy.copy(physics.mjm)  # a brighter headlight for this copy: many task models define no lights
     model.vis.headlight.ambient[:] = 0.45
     model.vis.headlight.diffuse[:] = 0.6
+    model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), width)  # the offscreen buffer fits the frame
+    model.vis.global_.offheight = max(int(model.vis.global_.offheight), height)
     data = mujoco.MjData(model)
     renderer, context = _renderer(mujoco, model, width, height)
     camera = mujoco.MjvCamera()  # a free camera aimed at the root body every frame: it follows the robot
@@ -123,9 +150,14 @@ def _renderer(mujoco: Any, model: Any, width: int, height: int) -> tuple[Any, An
 
 
 def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
-    """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow."""
+    """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow.
+
+    Raises:
+        ValueError: no frames, or ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``.
+    """
     if not frames:
         raise ValueError("save_gif needs at least one frame")
+    fps = _check_positive("fps", fps, MAX_GIF_FPS)
     try:
         from PIL import Image
     except ImportError:

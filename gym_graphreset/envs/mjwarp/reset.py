@@ -23,6 +23,8 @@ __all__ = ["KernelReset", "ReferenceReset", "launch_masked_reset", "needs_reset_
 _M1 = wp.constant(wp.uint32(0x7FEB352D))
 _M2 = wp.constant(wp.uint32(0x846CA68B))
 _GOLDEN = wp.constant(wp.uint32(0x9E3779B9))
+_K_SEED = wp.constant(wp.uint32(0x5BD1E995))  # rng._K_SEED
+_K_ENV = wp.constant(wp.uint32(0xCC9E2D51))  # rng._K_ENV
 _LOW32 = wp.constant(wp.int64(0xFFFFFFFF))
 _INV24 = wp.constant(1.0 / 16777216.0)
 _TWO_PI = wp.constant(6.283185307179586)
@@ -44,8 +46,9 @@ def _low32(v: wp.int64) -> wp.uint32:
 
 
 @wp.func
-def _combine(h: wp.uint32, v: wp.uint32) -> wp.uint32:
-    return _mix32((h ^ v) + _GOLDEN)
+def _combine(h: wp.uint32, v: wp.uint32, key: wp.uint32) -> wp.uint32:
+    # rng._combine: the round's key (from the high words of the seed and env index) after the add
+    return _mix32(((h ^ v) + _GOLDEN) ^ key)
 
 
 @wp.func
@@ -54,13 +57,13 @@ def _uniform24(bits: wp.uint32) -> float:
 
 
 @wp.func
-def _draw(h: wp.uint32, word: int, pair: int, normal: int, scale: float) -> float:
+def _draw(h: wp.uint32, key: wp.uint32, word: int, pair: int, normal: int, scale: float) -> float:
     # rng.bits_to_uniform(bits, -scale, scale) or rng.bits_to_normal(bits, scale) of one hash word
-    bits = _combine(h, wp.uint32(word))
+    bits = _combine(h, wp.uint32(word), key)
     if normal == 0:
         return (2.0 * scale) * _uniform24(bits) + (-scale)
     u1 = (float(bits >> wp.uint32(8)) + 0.5) * _INV24  # in (0, 1): no log(0)
-    u2 = _uniform24(_combine(h, wp.uint32(pair)))
+    u2 = _uniform24(_combine(h, wp.uint32(pair), key))
     return scale * wp.sqrt(-2.0 * wp.log(u1)) * wp.cos(_TWO_PI * u2)
 
 
@@ -98,16 +101,18 @@ def _masked_reset_kernel(
     episode[w] = ep
     elapsed[w] = wp.int64(0)
     s = seed[0]
+    seed_key = _low32(s >> wp.int64(32)) * _K_SEED  # as rng.hash_keys (uint32 products wrap mod 2**32)
+    row_key = seed_key ^ (_low32(env_ids[w] >> wp.int64(32)) * _K_ENV)
     h = _mix32(_low32(s) ^ _mix32(_low32(s >> wp.int64(32))))  # stream 0
-    h = _combine(h, _low32(env_ids[w]))
-    h = _combine(h, _low32(ep))
+    h = _combine(h, _low32(env_ids[w]), seed_key)
+    h = _combine(h, _low32(ep), row_key)
     nq = qpos.shape[1]
     nv = qvel.shape[1]
     qvel_base = nq * (1 + qpos_normal)  # words [0, qvel_base) draw qpos, the rest qvel
     for i in range(nq):
-        qpos[w, i] = init_qpos[i] + _draw(h, i, nq + i, qpos_normal, scale)
+        qpos[w, i] = init_qpos[i] + _draw(h, row_key, i, nq + i, qpos_normal, scale)
     for i in range(nv):
-        qvel[w, i] = init_qvel[i] + _draw(h, qvel_base + i, qvel_base + nv + i, qvel_normal, scale)
+        qvel[w, i] = init_qvel[i] + _draw(h, row_key, qvel_base + i, qvel_base + nv + i, qvel_normal, scale)
         qacc[w, i] = 0.0
         qacc_warmstart[w, i] = 0.0
         qfrc_applied[w, i] = 0.0

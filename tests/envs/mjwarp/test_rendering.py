@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,11 @@ def test_frames_are_those_of_the_asked_world(pendulum: Any) -> None:
     [
         ({"world": 2}, ValueError, r"`world` must be in \[0, 2\), got 2"),
         ({"steps": 0}, ValueError, "`steps` must be >= 1, got 0"),
+        ({"width": 100_000}, ValueError, r"`width` must be an int in \[1, 8192\], got 100000"),
+        ({"height": 0}, ValueError, r"`height` must be an int in \[1, 8192\], got 0"),
+        ({"width": 64.5}, ValueError, r"`width` must be an int in \[1, 8192\], got 64.5"),
+        ({"distance": float("nan")}, ValueError, "`distance` must be a finite number > 0, got nan"),
+        ({"distance": -1.0}, ValueError, "`distance` must be a finite number > 0, got -1.0"),
     ],
 )
 def test_bad_arguments_are_named(pendulum: Any, kwargs: dict[str, Any], error: type, message: str) -> None:
@@ -72,3 +78,18 @@ def test_save_gif_writes_every_frame(tmp_path: Path) -> None:
         assert gif.n_frames == 4 and gif.size == (8, 8) and gif.info["duration"] == 50
     with pytest.raises(ValueError, match="at least one frame"):
         save_gif([], path)
+
+
+@pytest.mark.parametrize("fps", [0, -5.0, float("nan"), float("inf"), 1000.0, True])
+def test_save_gif_refuses_a_bad_fps_by_name(tmp_path: Path, fps: Any) -> None:
+    frames = [np.zeros((8, 8, 3), dtype=np.uint8)]
+    with pytest.raises(ValueError, match=re.escape(f"`fps` must be a finite number > 0 and <= 100, got {fps!r}")):
+        save_gif(frames, tmp_path / "a.gif", fps=fps)
+    assert not (tmp_path / "a.gif").exists()
+
+
+def test_frames_larger_than_the_models_offscreen_buffer_render(pendulum: Any) -> None:
+    """A size above the model's ``offwidth``/``offheight`` (640 x 480 by default) renders at that size."""
+    _frames(pendulum, 1)  # skips where there is no OpenGL context at all
+    frames = render_frames(pendulum, lambda obs: torch.zeros(2, 1), 1, width=700, height=500)
+    assert frames[0].shape == (500, 700, 3)

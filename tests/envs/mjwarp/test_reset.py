@@ -24,12 +24,13 @@ def _pair(cls, **kwargs):
     [(InvertedPendulumEnv, 0.0), (HopperEnv, 0.0), (AntEnv, 1e-6)],
     ids=["uniform-qpos-qvel", "uniform-contacts", "normal-qvel"],
 )
-def test_kernel_draws_and_clears_what_the_reference_does(cls, atol: float) -> None:
+@pytest.mark.parametrize(("seed", "offset"), [(7, 0), (2**40 + 3, 2**32 + 5)], ids=["low", "high-words"])
+def test_kernel_draws_and_clears_what_the_reference_does(cls, atol: float, seed: int, offset: int) -> None:
     """Same keys, same state after a full and a masked reset: bitwise for uniform noise, float32 rounding
-    (log/cos implementations) for Box-Muller normals."""
-    fused, reference = _pair(cls)
+    (log/cos implementations) for Box-Muller normals; seeds and env indices of 2**32 or more alike."""
+    fused, reference = _pair(cls, global_env_offset=offset)
     for env in (fused, reference):
-        env.reset(seed=7)
+        env.reset(seed=seed)
         env.step(torch.full(env.action_space.shape, 0.3))
         env.reset(options={"reset_mask": MASK})
     torch.testing.assert_close(fused.qpos, reference.qpos, atol=atol, rtol=0)
