@@ -273,3 +273,24 @@ def test_episode_clock_is_checked_against_the_env(pendulum_envs) -> None:
     assert torch.equal(env.episode_length_buf, before)  # nothing written by a refused value
     env.episode_length_buf = torch.arange(16) * 2  # in [0, 40]: accepted
     assert env.episode_length_buf.tolist() == list(range(0, 32, 2))
+
+
+class _Opaque(gym.vector.VectorEnv):
+    """A SAME_STEP vector env forwarding to ``self.env`` without being a gymnasium ``VectorWrapper``."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        self.env, self.metadata, self.num_envs = env, env.metadata, env.num_envs
+        self.single_action_space, self.single_observation_space = env.single_action_space, env.single_observation_space
+
+
+def test_ring_depth_is_checked_behind_pass_through_wrappers() -> None:
+    """A depth-1 ring under any wrapper chain is refused (PPO would store obs(t+1) where obs(t) belongs)."""
+    shallow = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=1)
+    with pytest.raises(
+        ValueError, match=re.escape("the env (found under Recorder -> Recorder) publishes through a ring of")
+    ):
+        RslRlVecEnv(Recorder(Recorder(shallow)), max_episode_length=8)
+    with pytest.raises(ValueError, match=re.escape("RslRlVecEnv cannot see through _Opaque (a VectorEnv holding")):
+        RslRlVecEnv(_Opaque(shallow), max_episode_length=8)
+    deep = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=2)
+    RslRlVecEnv(Recorder(deep), max_episode_length=8)

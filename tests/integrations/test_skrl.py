@@ -220,3 +220,9 @@ def test_ppo_agent_feeds_the_critic_group_to_the_value_network() -> None:
     with torch.no_grad():
         for t in range(3):
             obs, *_ = _record(agent, env, obs, t)
+
+
+def test_ring_depth_is_checked_behind_pass_through_wrappers() -> None:
+    shallow = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=1)
+    with pytest.raises(ValueError, match=re.escape("the env (found under Recorder) publishes through a ring of")):
+        SkrlEnv(Recorder(shallow))
