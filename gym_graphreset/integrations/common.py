@@ -131,7 +131,10 @@ class EpisodeLog:
 
     Each step gives the means over that step's done rows; a step where no row ended repeats the last
     means (NaN before the first episode ends), so averaging the per-step values over an iteration weighs
-    recent episodes without counting empty steps as zero. Returns come from the env's
+    recent episodes without counting empty steps as zero. The exact means over the episodes that ended
+    since the last :meth:`take_totals` (each episode counted once) are summed on the device too: a logger
+    that reads once per iteration uses those (rsl_rl's
+    :class:`~gym_graphreset.integrations.rsl_rl.DeviceEpisodeLogger` does). Returns come from the env's
     :class:`~gym_graphreset.EpisodeStatistics` term when it has one (``info["episode"]``: raw returns),
     else from the rewards the env returned, summed here. No host read, no full-width output.
     """
@@ -142,6 +145,10 @@ class EpisodeLog:
             self.running_length = torch.zeros(num_envs, dtype=torch.float32, device=device)
             self.mean_return = torch.full((), float("nan"), dtype=torch.float32, device=device)
             self.mean_length = torch.full((), float("nan"), dtype=torch.float32, device=device)
+            self.totals = torch.zeros(3, dtype=torch.float64, device=device)  # sum of returns, of lengths, count
+
+    KEYS = ("/episode/mean_return", "/episode/mean_length")
+    """The keys of the per-step means :meth:`update` returns."""
 
     def update(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Account for one step; return fresh 0-d tensors (a logger may keep each step's values)."""
@@ -157,9 +164,20 @@ class EpisodeLog:
         denom = count.clamp(min=1).to(torch.float32)
         self.mean_return.copy_(torch.where(some, torch.where(done, returns, 0.0).sum() / denom, self.mean_return))
         self.mean_length.copy_(torch.where(some, torch.where(done, lengths, 0.0).sum() / denom, self.mean_length))
+        ended = torch.stack((torch.where(done, returns, 0.0).sum(), torch.where(done, lengths, 0.0).sum(), count))
+        self.totals += ended.to(torch.float64)
         self.running_return.masked_fill_(done, 0.0)
         self.running_length.masked_fill_(done, 0.0)
-        return {"/episode/mean_return": self.mean_return.clone(), "/episode/mean_length": self.mean_length.clone()}
+        return dict(zip(self.KEYS, (self.mean_return.clone(), self.mean_length.clone()), strict=True))
+
+    def take_totals(self) -> torch.Tensor:
+        """The episodes ended since the last call, as float64 ``(sum of returns, sum of lengths, count)``.
+
+        A copy on the device (no host read); the totals restart from zero.
+        """
+        totals = self.totals.clone()
+        self.totals.zero_()
+        return totals
 
 
 class RewardTermLog:

@@ -75,35 +75,16 @@ class PeerSkipped:
     message: str
 
 
-VariantValue = bool | int | float | str
-"""A ``--variant`` value, typed: ``true``/``false`` a bool, ``3`` an int, ``0.5`` a float, the rest a string."""
-
-
 @dataclass(frozen=True)
 class Variant:
     """A model variant of our env: a label and the keyword arguments its constructor gets."""
 
     label: str
-    kwargs: dict[str, VariantValue] = field(default_factory=dict)
-
-
-def _typed(value: str) -> VariantValue:
-    """``value`` as a bool (``true``/``false``, any case), an int, a float, or the string itself."""
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
+    kwargs: dict[str, str] = field(default_factory=dict)
 
 
 def parse_variant(text: str) -> Variant:
     """``LABEL`` or ``LABEL:key=value[,key=value...]`` -> :class:`Variant` (e.g. ``mjlab-go1:model_xml=go1.xml``).
-
-    Values are typed: ``true``/``false`` become bools, numbers ints or floats, the rest stay strings
-    (``n=3,scale=0.5,flat=true,model_xml=go1.xml``).
 
     Raises:
         ValueError: an empty label, or an item that is not ``key=value`` with a non-empty key.
@@ -111,12 +92,12 @@ def parse_variant(text: str) -> Variant:
     label, _, rest = text.partition(":")
     if not label.strip():
         raise ValueError(f"`--variant` needs a label before ':', got {text!r} (expected LABEL[:key=value,...])")
-    kwargs: dict[str, VariantValue] = {}
+    kwargs: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"`--variant` items must be key=value, got {item!r} in {text!r}")
-        kwargs[key.strip()] = _typed(value.strip())
+        kwargs[key.strip()] = value.strip()
     return Variant(label.strip(), kwargs)
 
 
