@@ -195,7 +195,9 @@ def test_normalize_observation_latches_non_finite_obs_frozen_or_not(mode: str, u
 
 def _unbounded_actions(env: ScriptedVectorEnv) -> ScriptedVectorEnv:
     """The env with an action space unbounded in entries 0 and 2 (as Go1's is everywhere)."""
-    env.single_action_space = spaces.Box(np.array([-np.inf, -1, -np.inf]), np.array([np.inf, 1, np.inf]), (3,), np.float32)
+    env.single_action_space = spaces.Box(
+        np.array([-np.inf, -1, -np.inf]), np.array([np.inf, 1, np.inf]), (3,), np.float32
+    )
     return env
 
 

@@ -108,7 +108,11 @@ class SB3VecEnv(VecEnv):
         scalars = [reward.reshape(n, 1), terminated.reshape(n, 1), truncated.reshape(n, 1)]
         if episode is not None:
             scalars += [episode["r"].reshape(n, 1), episode["l"].reshape(n, 1)]
-        columns = [obs.reshape(n, d), final_obs.reshape(n, d).to(obs.dtype), torch.cat([c.to(torch.float64) for c in scalars], dim=1)]
+        columns = [
+            obs.reshape(n, d),
+            final_obs.reshape(n, d).to(obs.dtype),
+            torch.cat([c.to(torch.float64) for c in scalars], dim=1),
+        ]
         # Each column keeps its dtype (observations exact, as reset returns them: a float64 or int64
         # observation through float32 would round), packed as bytes for the one device-to-host copy.
         host = torch.cat([c.contiguous().view(torch.uint8).reshape(n, -1) for c in columns], dim=1).cpu().numpy()

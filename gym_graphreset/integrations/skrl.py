@@ -8,9 +8,10 @@
   of the episodes that ended, 0-d device tensors: ``SequentialTrainer(cfg={"environment_info": "log"})``
   logs them). Its ``step`` makes no host read (on the masked presets and the whole-step graph).
 - :class:`FinalObsPPO`: skrl's PPO whose time-limit bootstrap uses the **final** observation,
-  ``r + gamma * V(s_final)`` on rows truncated and not terminated. skrl's own ``time_limit_bootstrap`` evaluates the *next*
-  observation, which after an autoreset is the next episode's first. GAE's last value still comes from
-  the observation the rollout continues from, and truncated rows are cut from GAE as skrl does.
+  ``r + gamma * V(s_final)`` on rows truncated and not terminated. skrl's own
+  ``time_limit_bootstrap`` evaluates the *next* observation, which after an autoreset is the next
+  episode's first. GAE's last value still comes from the observation the rollout continues from, and
+  truncated rows are cut from GAE as skrl does.
 - :func:`ppo_agent`: a :class:`FinalObsPPO` with skrl's Gaussian policy and value MLPs (the value MLP
   on the ``critic`` group where the env has one) and a rollout memory, so a training script stays a
   few lines.

@@ -234,7 +234,9 @@ class _EpisodeRecorder(gym.vector.VectorWrapper):
         return out
 
 
-def test_sync_free_runner_logs_the_iteration_mean_over_episodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_free_runner_logs_the_iteration_mean_over_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`/episode/mean_return` is the mean over the iteration's episodes, each counted once (rsl_rl's stock
     logger, fed per-step means, weighs an episode by the steps until the next one ends)."""
     recorder = _EpisodeRecorder(scripted("masked", terms=True))
@@ -264,7 +266,10 @@ def test_episode_clock_is_checked_against_the_env(pendulum_envs) -> None:
     env = RslRlVecEnv(inner, seed=0, max_episode_length=40)
     before = env.episode_length_buf.clone()
     for value, message in [
-        (torch.full((16,), -3, dtype=torch.long), "values must lie in [0, max_episode_length=40] (steps into the episode), got values in [-3, -3]"),
+        (
+            torch.full((16,), -3, dtype=torch.long),
+            "values must lie in [0, max_episode_length=40] (steps into the episode), got values in [-3, -3]",
+        ),
         (torch.arange(16) * 4, "got values in [0, 60]"),
         (torch.full((16,), 2.7), "`episode_length_buf` must hold integer step counts, got dtype torch.float32"),
     ]:
