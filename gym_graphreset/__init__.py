@@ -8,7 +8,12 @@ from gym_graphreset import _moved
 from gym_graphreset import registration as _registration
 from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.capture.host_transitions import HostTransitions, host_transition
-from gym_graphreset.core.autoreset_env import ClosedEnvironmentError, FixedShapeAutoresetVectorEnv, InterruptedStepError
+from gym_graphreset.core.autoreset_env import (
+    ClosedEnvironmentError,
+    ConcurrentCallError,
+    FixedShapeAutoresetVectorEnv,
+    InterruptedStepError,
+)
 from gym_graphreset.core.buffers import PublicationRing
 from gym_graphreset.core.config import PRESETS, StepConfig
 from gym_graphreset.core.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
@@ -34,6 +39,7 @@ __all__ = [
     "CaptureReport",
     "CheckSink",
     "ClosedEnvironmentError",
+    "ConcurrentCallError",
     "DeferredValidationError",
     "EpisodeKeys",
     "EpisodeStatistics",

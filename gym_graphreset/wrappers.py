@@ -268,7 +268,7 @@ class ClipAction(_TorchVectorWrapper):
 
 
 class RescaleAction(_TorchVectorWrapper):
-    """Actions in ``[min_action, max_action]`` mapped affinely onto the env's Box bounds."""
+    """Actions in ``[min_action, max_action]`` mapped affinely onto the env's Box bounds (finite ones)."""
 
     def __init__(self, env: VectorEnv, min_action: float = -1.0, max_action: float = 1.0) -> None:
         super().__init__(env)
@@ -276,6 +276,14 @@ class RescaleAction(_TorchVectorWrapper):
         if not min_action < max_action:
             raise ValueError(f"`min_action` must be < `max_action`, got {min_action} and {max_action}")
         space = _box(env.single_action_space, "RescaleAction")
+        infinite = ~(np.isfinite(space.low) & np.isfinite(space.high))
+        if infinite.any():
+            bad = [int(i) for i in np.flatnonzero(infinite.reshape(-1))]
+            raise ValueError(
+                "RescaleAction maps actions onto the env's action bounds, which must be finite, but the "
+                f"action space is unbounded in entries {bad} ({space}): every action would become NaN or "
+                "inf; give the env a bounded Box action space, or scale the actions in the policy"
+            )
         self.low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
         self.high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
         self.min_action, self.max_action = min_action, max_action

@@ -8,13 +8,14 @@ import re
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from gymnasium.wrappers.vector import ArrayConversion
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.testing import assert_masked_matches_selected
 from gym_graphreset.wrappers import ClipAction, ClipObservation, NormalizeObservation, NormalizeReward, RescaleAction
-from tests.conftest import MODES, scripted_env
+from tests.conftest import MODES, ScriptedVectorEnv, scripted_env
 
 
 def _stack(n: int = 6, steps: int = 80):
@@ -192,6 +193,14 @@ def test_normalize_observation_latches_non_finite_obs_frozen_or_not(mode: str, u
     env.poll_finite_validation()
 
 
+def _unbounded_actions(env: ScriptedVectorEnv) -> ScriptedVectorEnv:
+    """The env with an action space unbounded in entries 0 and 2 (as Go1's is everywhere)."""
+    env.single_action_space = spaces.Box(
+        np.array([-np.inf, -1, -np.inf]), np.array([np.inf, 1, np.inf]), (3,), np.float32
+    )
+    return env
+
+
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
@@ -205,6 +214,11 @@ def test_normalize_observation_latches_non_finite_obs_frozen_or_not(mode: str, u
         (lambda env: ClipObservation(env, 1.0, -1.0), ValueError, "`low` must be <= `high`, got 1.0 and -1.0"),
         (lambda env: ClipObservation(env, float("nan"), 1.0), ValueError, "`low` must lie in"),
         (lambda env: RescaleAction(env, float("nan"), 1.0), ValueError, "`min_action` must lie in"),
+        (
+            lambda env: RescaleAction(_unbounded_actions(env)),
+            ValueError,
+            "action space is unbounded in entries [0, 2]",
+        ),
         (
             lambda env: __import__("gym_graphreset.wrappers").wrappers.ClipReward(env, float("nan")),
             ValueError,

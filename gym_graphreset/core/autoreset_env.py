@@ -27,7 +27,13 @@ from gym_graphreset.capture.host_transitions import HostTransitions
 from gym_graphreset.core.buffers import PublicationRing
 from gym_graphreset.core.config import PresetName, StepConfig
 from gym_graphreset.core.executors import GraphFactory, Runner, StepInputs
-from gym_graphreset.core.failures import ClosedEnvironmentError, InterruptedStepError, interruption
+from gym_graphreset.core.failures import (
+    CallGuard,
+    ClosedEnvironmentError,
+    ConcurrentCallError,
+    InterruptedStepError,
+    interruption,
+)
 from gym_graphreset.core.inputs import (
     action_bounds,
     check_actions,
@@ -38,13 +44,21 @@ from gym_graphreset.core.inputs import (
     check_seed,
     env_device,
 )
-from gym_graphreset.core.participants import Participants, claim_terms, record_terms, release_terms
+from gym_graphreset.core.participants import (
+    Participants,
+    claim_inner_env,
+    claim_terms,
+    record_inner_env,
+    record_terms,
+    release_inner_env,
+    release_terms,
+)
 from gym_graphreset.core.protocols import hook
 from gym_graphreset.core.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
 from gym_graphreset.core.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
 from gym_graphreset.core.validation import DeferredValidationError, ValidationLatch
 
-__all__ = ["ClosedEnvironmentError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
+__all__ = ["ClosedEnvironmentError", "ConcurrentCallError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
 
 
 _KEYWORDS = ("config", "reset_terms", "process_group", "published_buffer_depth", "validation_poll_interval")
@@ -109,7 +123,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             TypeError: A keyword the wrapper does not take (named, with the accepted ones), or ``config`` of
                 the wrong type.
             ValueError: The inner env uses ``AutoresetMode.NEXT_STEP``; ``reset_path="masked"`` with an inner
-                env that autoresets itself; a ``graph`` off CUDA or where capture cannot work.
+                env that autoresets itself; a ``graph`` off CUDA or where capture cannot work; the inner env
+                (or a member of its chain) is already wrapped by another open wrapper (close that one first).
         """
         if unknown:
             _refuse_keywords(sorted(unknown))
@@ -121,6 +136,9 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if given := {k: v for k, v in runtime.items() if v is not None}:
             cfg = dataclasses.replace(cfg, **given)
         super().__init__(env)
+        self._guard = CallGuard()
+        self._closed = False
+        claim_inner_env(self, env)  # one open wrapper per inner env (recorded once built)
         self.config = cfg
         terms = check_reset_terms(reset_terms)
         self.process_group = check_process_group(process_group)
@@ -157,11 +175,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self._failed: DeferredValidationError | None = None
         self._interrupted: str | None = None  # what raised part-way: the env fails closed until a full reset()
         self._needs_reset = True
-        self._closed = False
         self._parts = Participants(env, {})
         self._add_terms(terms)
         self._build()
         record_terms(self, terms)
+        record_inner_env(self, env)
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -324,8 +342,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         latched checks are polled first: a failure found there is raised (and the env stays closed until
         the next ``reset()``). The first reset, and the one after an interrupted step or reset, must cover
         every row (a ``reset_mask`` that leaves rows out is refused). A reset that raises part-way leaves
-        the env refusing to step until a full reset succeeds.
+        the env refusing to step until a full reset succeeds. A ``reset()`` called while a step or reset
+        of this env runs (from a term, or another thread) is refused with :class:`ConcurrentCallError`.
         """
+        with self._guard.enter("reset()"):
+            return self._guarded_reset(seed, options)
+
+    def _guarded_reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         self._check_open("reset")
         seed = check_seed(seed)
         mask = check_reset_options(options, self.num_envs, self.device)
@@ -373,8 +396,14 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
         A step that raises part-way (in the inner env, a term, a graph's capture or replay, or a
         ``KeyboardInterrupt``) fails closed: later steps raise :class:`InterruptedStepError`, naming what
-        was interrupted, until a full ``reset()``.
+        was interrupted, until a full ``reset()``. A ``step()`` called while a step or reset of this env runs
+        (re-entered from a term or the inner env, or from a second thread) is refused with
+        :class:`ConcurrentCallError`, changing nothing; the running call goes on.
         """
+        with self._guard.enter(f"step() {self.host_step + 1}" if self._guard.idle else "step()"):
+            return self._guarded_step(actions)
+
+    def _guarded_step(self, actions: torch.Tensor) -> StepOut:
         self._check_open("step")
         if self._failed is not None:
             raise DeferredValidationError(self._failed.failures, self._failed.window)
@@ -403,11 +432,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         return obs, reward, terminated, truncated, dict(info)
 
     def close(self, **kwargs: Any) -> None:
-        """Poll pending checks (raising a failure), then close the inner env; later calls are refused."""
+        """Poll pending checks (raising a failure), then close the inner env; later calls are refused.
+
+        Refused (:class:`ConcurrentCallError`) while a step or reset of this env runs.
+        """
+        with self._guard.enter("close()"):
+            self._guarded_close(**kwargs)
+
+    def _guarded_close(self, **kwargs: Any) -> None:
         try:
             if self._failed is None and not self._closed:
                 self.poll_finite_validation()
         finally:
             self._closed = True
             release_terms(self, self._parts.terms)  # a closed env's terms may serve another env
+            release_inner_env(self, self.env)  # and its inner env another wrapper
             super().close(**kwargs)

@@ -22,8 +22,11 @@ __all__ = [
     "WRAPPER_INFO_KEYS",
     "BufferWatch",
     "Participants",
+    "claim_inner_env",
     "claim_terms",
+    "record_inner_env",
     "record_terms",
+    "release_inner_env",
     "release_terms",
 ]
 
@@ -85,6 +88,51 @@ def release_terms(env: object, terms: dict[str, Any]) -> None:
         entry = _BOUND.get(id(term))
         if entry is not None and entry[0]() is env:
             del _BOUND[id(term)]
+
+
+_WRAPPED: dict[int, weakref.ref[Any]] = {}  # id(inner chain member) -> the open wrapper stepping it
+
+
+def claim_inner_env(wrapper: object, env: VectorEnv) -> None:
+    """Refuse an inner env (or any member of its chain) that another open wrapper already steps.
+
+    Two wrappers over one inner env would both step its physics and reset each other's rows. Checks
+    only; :func:`record_inner_env` records the claim once the wrapper is built. It lasts until
+    :func:`release_inner_env` (the wrapper's ``close()``) or until the wrapper is collected.
+
+    Raises:
+        ValueError: Another open wrapper holds a member of ``env``'s chain.
+    """
+    for member in _chain(env):
+        entry = _WRAPPED.get(id(member))
+        owner = None if entry is None else entry()
+        if owner is not None and owner is not wrapper:
+            name = participant_name(member)
+            where = f"the inner env {name}" if member is env else f"{name} (in the inner env's chain)"
+            raise ValueError(
+                f"{where} is already wrapped by another open {type(owner).__name__}: both would step the same "
+                "physics and reset each other's rows; close() the other wrapper first, or build another inner env"
+            )
+
+
+def record_inner_env(wrapper: object, env: VectorEnv) -> None:
+    """Record that ``wrapper`` steps ``env``'s chain (after :func:`claim_inner_env` passed)."""
+    ref = weakref.ref(wrapper, _forget_wrapper)
+    for member in _chain(env):
+        _WRAPPED[id(member)] = ref
+
+
+def _forget_wrapper(ref: weakref.ref[Any]) -> None:
+    for key in [k for k, r in _WRAPPED.items() if r is ref]:
+        del _WRAPPED[key]
+
+
+def release_inner_env(wrapper: object, env: VectorEnv) -> None:
+    """Forget ``wrapper``'s claim on ``env``'s chain (it was closed): another wrapper may take it."""
+    for member in _chain(env):
+        entry = _WRAPPED.get(id(member))
+        if entry is not None and entry() is wrapper:
+            del _WRAPPED[id(member)]
 
 
 def _chain(env: VectorEnv) -> Iterator[VectorEnv]:

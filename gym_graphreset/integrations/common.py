@@ -15,7 +15,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.inputs import env_device
 
-__all__ = ["EpisodeClock", "EpisodeLog", "RewardTermLog", "check_same_step", "episode_clock", "observation_groups"]
+__all__ = [
+    "EpisodeClock",
+    "EpisodeLog",
+    "RewardTermLog",
+    "autoreset_env",
+    "check_same_step",
+    "episode_clock",
+    "observation_groups",
+]
 
 
 @runtime_checkable
@@ -50,22 +58,60 @@ def check_same_step(env: VectorEnv, adapter: str, min_ring_depth: int) -> None:
         env: The env handed to the adapter.
         adapter: The adapter's name, for the messages.
         min_ring_depth: How many steps the trainer keeps a step's tensors (a persistent ring must hold them).
+            The library's env is found through any wrapper chain (:func:`autoreset_env`).
     """
     mode = env.metadata.get("autoreset_mode")
     if mode != AutoresetMode.SAME_STEP:
         raise ValueError(
             f"{adapter} needs a SAME_STEP vector env (wrap it in FixedShapeAutoresetVectorEnv), got {mode}"
         )
+    wrapper = autoreset_env(env, adapter)
     if (
-        isinstance(env, FixedShapeAutoresetVectorEnv)
-        and env.config.persistent_buffers
-        and env.config.published_buffer_depth < min_ring_depth
+        wrapper is not None
+        and wrapper.config.persistent_buffers
+        and wrapper.config.published_buffer_depth < min_ring_depth
     ):
+        via = "" if wrapper is env else f" (found under {_chain_names(env, wrapper)})"
         raise ValueError(
-            f"{adapter} keeps each step's tensors for {min_ring_depth} steps, but the env publishes through a ring "
-            f"of `published_buffer_depth={env.config.published_buffer_depth}`; build it with "
+            f"{adapter} keeps each step's tensors for {min_ring_depth} steps, but the env{via} publishes through a "
+            f"ring of `published_buffer_depth={wrapper.config.published_buffer_depth}`; build it with "
             f"published_buffer_depth>={min_ring_depth}"
         )
+
+
+def autoreset_env(env: VectorEnv, adapter: str) -> FixedShapeAutoresetVectorEnv | None:
+    """The library's :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` in ``env``'s wrapper chain, if any.
+
+    The chain is followed through Gymnasium ``VectorWrapper`` members (their declared ``env``). A member
+    that is neither one nor the library's env but holds another vector env as ``env`` hides the rest of
+    the chain: it is refused by name (wrap it as a ``VectorWrapper``, or hand the adapter the env below).
+
+    Raises:
+        ValueError: Such a member sits above the library's env, or where it may.
+    """
+    member: Any = env
+    while not isinstance(member, FixedShapeAutoresetVectorEnv):
+        if isinstance(member, VectorWrapper):
+            member = member.env
+            continue
+        hidden = member.__dict__.get("env") if hasattr(member, "__dict__") else None
+        if isinstance(hidden, VectorEnv):
+            raise ValueError(
+                f"{adapter} cannot see through {type(member).__name__} (a VectorEnv holding another vector env "
+                "as `env` without being a gymnasium VectorWrapper), so it cannot check the ring depth of the "
+                "env below it; make it a gymnasium.vector.VectorWrapper, or pass the env it wraps"
+            )
+        return None
+    return member
+
+
+def _chain_names(env: VectorEnv, bottom: VectorEnv) -> str:
+    """``A -> B``: the wrappers between ``env`` and ``bottom``, outermost first."""
+    names, member = [], env
+    while member is not bottom and isinstance(member, VectorWrapper):
+        names.append(type(member).__name__)
+        member = member.env
+    return " -> ".join(names)
 
 
 def observation_groups(obs: Any, where: str) -> dict[str, torch.Tensor]:
@@ -85,7 +131,10 @@ class EpisodeLog:
 
     Each step gives the means over that step's done rows; a step where no row ended repeats the last
     means (NaN before the first episode ends), so averaging the per-step values over an iteration weighs
-    recent episodes without counting empty steps as zero. Returns come from the env's
+    recent episodes without counting empty steps as zero. The exact means over the episodes that ended
+    since the last :meth:`take_totals` (each episode counted once) are summed on the device too: a logger
+    that reads once per iteration uses those (rsl_rl's
+    :class:`~gym_graphreset.integrations.rsl_rl.DeviceEpisodeLogger` does). Returns come from the env's
     :class:`~gym_graphreset.EpisodeStatistics` term when it has one (``info["episode"]``: raw returns),
     else from the rewards the env returned, summed here. No host read, no full-width output.
     """
@@ -96,6 +145,10 @@ class EpisodeLog:
             self.running_length = torch.zeros(num_envs, dtype=torch.float32, device=device)
             self.mean_return = torch.full((), float("nan"), dtype=torch.float32, device=device)
             self.mean_length = torch.full((), float("nan"), dtype=torch.float32, device=device)
+            self.totals = torch.zeros(3, dtype=torch.float64, device=device)  # sum of returns, of lengths, count
+
+    KEYS = ("/episode/mean_return", "/episode/mean_length")
+    """The keys of the per-step means :meth:`update` returns."""
 
     def update(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> dict[str, torch.Tensor]:
         """Account for one step; return fresh 0-d tensors (a logger may keep each step's values)."""
@@ -111,9 +164,20 @@ class EpisodeLog:
         denom = count.clamp(min=1).to(torch.float32)
         self.mean_return.copy_(torch.where(some, torch.where(done, returns, 0.0).sum() / denom, self.mean_return))
         self.mean_length.copy_(torch.where(some, torch.where(done, lengths, 0.0).sum() / denom, self.mean_length))
+        ended = torch.stack((torch.where(done, returns, 0.0).sum(), torch.where(done, lengths, 0.0).sum(), count))
+        self.totals += ended.to(torch.float64)
         self.running_return.masked_fill_(done, 0.0)
         self.running_length.masked_fill_(done, 0.0)
-        return {"/episode/mean_return": self.mean_return.clone(), "/episode/mean_length": self.mean_length.clone()}
+        return dict(zip(self.KEYS, (self.mean_return.clone(), self.mean_length.clone()), strict=True))
+
+    def take_totals(self) -> torch.Tensor:
+        """The episodes ended since the last call, as float64 ``(sum of returns, sum of lengths, count)``.
+
+        A copy on the device (no host read); the totals restart from zero.
+        """
+        totals = self.totals.clone()
+        self.totals.zero_()
+        return totals
 
 
 class RewardTermLog:

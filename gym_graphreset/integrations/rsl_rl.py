@@ -36,7 +36,13 @@ from rsl_rl.utils.logger import Logger
 from tensordict import TensorDict
 
 from gym_graphreset.core.inputs import env_device
-from gym_graphreset.integrations.common import EpisodeLog, check_same_step, episode_clock, observation_groups
+from gym_graphreset.integrations.common import (
+    EpisodeClock,
+    EpisodeLog,
+    check_same_step,
+    episode_clock,
+    observation_groups,
+)
 
 __all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner"]
 
@@ -51,7 +57,8 @@ class RslRlVecEnv(VecEnv):
             is a tensor (the ``policy`` group) or a dict of groups with ``policy`` (and e.g. ``critic``).
         seed: The seed of the first reset.
         max_episode_length: The horizon rsl_rl reads; default the env's ``max_episode_steps`` (its
-            :class:`~gym_graphreset.integrations.common.EpisodeClock`). Required when the env has none.
+            :class:`~gym_graphreset.integrations.common.EpisodeClock`), which a value given must equal.
+            Required when the env has none.
     """
 
     def __init__(self, env: VectorEnv, *, seed: int | None = None, max_episode_length: int | None = None) -> None:
@@ -65,12 +72,7 @@ class RslRlVecEnv(VecEnv):
         self.action_shape = tuple(space.shape or ())
         self.num_actions = math.prod(self.action_shape)
         self.clock = episode_clock(env)
-        if max_episode_length is None and self.clock is None:
-            raise ValueError(
-                "RslRlVecEnv needs `max_episode_length`: the env has no episode clock (an `elapsed` step counter "
-                "and `max_episode_steps`, as the library's envs have)"
-            )
-        self.max_episode_length = max_episode_length or self.clock.max_episode_steps  # type: ignore[union-attr]
+        self.max_episode_length = _check_horizon(max_episode_length, self.clock)
         self.cfg: dict[str, Any] = {"env": type(env).__name__, "num_envs": self.num_envs}
         self.log = EpisodeLog(self.num_envs, self.device)
         obs, _ = env.reset(seed=seed)
@@ -90,12 +92,24 @@ class RslRlVecEnv(VecEnv):
 
     @episode_length_buf.setter
     def episode_length_buf(self, value: torch.Tensor) -> None:
-        """Write each row's step count in place (rsl_rl assigns a random one to spread episode ends)."""
+        """Write each row's step count in place (rsl_rl assigns a random one to spread episode ends).
+
+        The counts must be integers in ``[0, max_episode_length]`` (checked with one host read).
+        """
         buf = self.episode_length_buf
         if not isinstance(value, torch.Tensor) or value.shape != buf.shape:
             raise ValueError(
                 f"`episode_length_buf` must be a tensor of shape {tuple(buf.shape)}, got "
                 f"{getattr(value, 'shape', type(value).__name__)}"
+            )
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
+            raise ValueError(f"`episode_length_buf` must hold integer step counts, got dtype {value.dtype}")
+        horizon = self.max_episode_length
+        low, high = (int(v) for v in torch.stack((value.min(), value.max())).tolist())  # host read: set once
+        if low < 0 or high > horizon:
+            raise ValueError(
+                f"`episode_length_buf` values must lie in [0, max_episode_length={horizon}] (steps into the "
+                f"episode), got values in [{low}, {high}]"
             )
         buf.copy_(value)
 
@@ -123,6 +137,25 @@ class RslRlVecEnv(VecEnv):
     def close(self) -> None:
         """Close the wrapped env."""
         self.env.close()
+
+
+def _check_horizon(max_episode_length: Any, clock: EpisodeClock | None) -> int:
+    """``max_episode_length`` checked against the env's own horizon (its clock's), or the clock's."""
+    if max_episode_length is None:
+        if clock is None:
+            raise ValueError(
+                "RslRlVecEnv needs `max_episode_length`: the env has no episode clock (an `elapsed` step counter "
+                "and `max_episode_steps`, as the library's envs have)"
+            )
+        return clock.max_episode_steps
+    if isinstance(max_episode_length, bool) or not isinstance(max_episode_length, int) or max_episode_length < 1:
+        raise ValueError(f"`max_episode_length` must be an int >= 1, got {max_episode_length!r}")
+    if clock is not None and max_episode_length != clock.max_episode_steps:
+        raise ValueError(
+            f"`max_episode_length={max_episode_length}` but the env truncates at max_episode_steps="
+            f"{clock.max_episode_steps} (its episode clock); leave it out, or pass {clock.max_episode_steps}"
+        )
+    return max_episode_length
 
 
 class FinalObsPPO(PPO):
@@ -163,11 +196,25 @@ class DeviceEpisodeLogger(Logger):
 
     "Mean reward" and "Mean episode length" are those of the episodes that ended in the logged iteration
     (stock: the last 100 episodes). With RND (intrinsic rewards) it falls back to the stock per-step path.
+
+    Args:
+        *args: rsl_rl's ``Logger`` arguments.
+        episode_log: The adapter's :class:`~gym_graphreset.integrations.common.EpisodeLog`
+            (``RslRlVecEnv.log``). Its ``extras["log"]`` keys (``/episode/mean_return``,
+            ``/episode/mean_length``) are then logged as the means over the episodes that ended in the
+            iteration, each episode counted once, and left out of an iteration where none ended. The
+            stock logger averages the per-step values over the iteration's steps instead: a step where
+            no row ended repeats the last means, so an episode counts once per step until the next one
+            ends, and the first iteration is NaN until an episode ends.
+        **kwargs: rsl_rl's ``Logger`` keyword arguments.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, episode_log: EpisodeLog | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.finished = torch.zeros(3, dtype=torch.float64, device=self.device)  # sum of returns, of lengths, count
+        self.episode_log = episode_log
+        if episode_log is not None:
+            episode_log.take_totals()  # count the episodes that end from here on
 
     def process_env_step(
         self,
@@ -185,7 +232,9 @@ class DeviceEpisodeLogger(Logger):
         if "episode" in extras:
             self.ep_extras.append(extras["episode"])
         elif "log" in extras:
-            self.ep_extras.append(extras["log"])
+            keys = () if self.episode_log is None else self.episode_log.KEYS  # logged exactly, per iteration
+            if rest := {k: v for k, v in extras["log"].items() if k not in keys}:
+                self.ep_extras.append(rest)
         self.cur_reward_sum += rewards
         self.cur_episode_length += 1
         done = dones.reshape(-1) > 0
@@ -203,13 +252,19 @@ class DeviceEpisodeLogger(Logger):
     def log(self, *args: Any, **kwargs: Any) -> None:
         """Read the iteration's finished episodes (one host read), then log as rsl_rl does."""
         if self.writer is not None and not self.cfg["algorithm"].get("rnd_cfg"):
-            returns, lengths, count = self.finished.tolist()
+            log = self.episode_log
+            logged = self.finished[:0] if log is None else log.take_totals().to(self.finished.device)
+            values = torch.cat((logged, self.finished)).tolist()  # the one host read of the iteration
+            returns, lengths, count = values[-3:]
             self.finished.zero_()
             if count:
                 self.rewbuffer.clear()
                 self.lenbuffer.clear()
                 self.rewbuffer.append(returns / count)
                 self.lenbuffer.append(lengths / count)
+            if log is not None and values[2]:  # no episode ended: the keys are left out, as rsl_rl skips them
+                means = (values[0] / values[2], values[1] / values[2])
+                self.ep_extras.append(dict(zip(log.KEYS, map(torch.tensor, means), strict=True)))
         super().log(*args, **kwargs)
 
 
@@ -233,4 +288,5 @@ class SyncFreeOnPolicyRunner(OnPolicyRunner):
             gpu_world_size=self.gpu_world_size,
             gpu_global_rank=self.gpu_global_rank,
             device=self.device,
+            episode_log=env.log if isinstance(env, RslRlVecEnv) else None,
         )

@@ -33,6 +33,11 @@ from gym_graphreset.core.inputs import env_device
 __all__ = ["SB3VecEnv"]
 
 
+def _numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The numpy dtype of a torch dtype (``torch.float64`` -> ``float64``)."""
+    return torch.empty(0, dtype=dtype).numpy().dtype
+
+
 class SB3VecEnv(VecEnv):
     """A Stable-Baselines3 ``VecEnv`` over a SAME_STEP torch ``VectorEnv`` (e.g. the wrapper).
 
@@ -100,21 +105,24 @@ class SB3VecEnv(VecEnv):
         n, d = self.num_envs, self._obs_dim
         final_obs = info.get("final_obs", obs)
         episode = info.get("episode")
-        columns = [
-            obs.reshape(n, d).float(),
-            final_obs.reshape(n, d).float(),
-            reward.reshape(n, 1).float(),
-            terminated.reshape(n, 1).float(),
-            truncated.reshape(n, 1).float(),
-        ]
+        scalars = [reward.reshape(n, 1), terminated.reshape(n, 1), truncated.reshape(n, 1)]
         if episode is not None:
-            columns += [episode["r"].reshape(n, 1).float(), episode["l"].reshape(n, 1).float()]
-        host = torch.cat(columns, dim=1).cpu().numpy()  # the one device-to-host copy of the step
+            scalars += [episode["r"].reshape(n, 1), episode["l"].reshape(n, 1)]
+        columns = [
+            obs.reshape(n, d),
+            final_obs.reshape(n, d).to(obs.dtype),
+            torch.cat([c.to(torch.float64) for c in scalars], dim=1),
+        ]
+        # Each column keeps its dtype (observations exact, as reset returns them: a float64 or int64
+        # observation through float32 would round), packed as bytes for the one device-to-host copy.
+        host = torch.cat([c.contiguous().view(torch.uint8).reshape(n, -1) for c in columns], dim=1).cpu().numpy()
+        obs_dtype, width = _numpy_dtype(obs.dtype), d * obs.element_size()
         shape = self._obs_shape
-        obs_np = host[:, :d].reshape(n, *shape).astype(self.observation_space.dtype, copy=False)
-        final_np = host[:, d : 2 * d].reshape(n, *shape)
-        reward_np = host[:, 2 * d].astype(np.float32)
-        term_np, trunc_np = host[:, 2 * d + 1] > 0.5, host[:, 2 * d + 2] > 0.5
+        obs_np = host[:, :width].view(obs_dtype).reshape(n, *shape)
+        final_np = host[:, width : 2 * width].view(obs_dtype).reshape(n, *shape)
+        values = host[:, 2 * width :].view(np.float64)  # reward, terminated, truncated[, episode r, l]
+        reward_np = values[:, 0].astype(np.float32)
+        term_np, trunc_np = values[:, 1] > 0.5, values[:, 2] > 0.5
         dones = term_np | trunc_np
         infos: list[dict[str, Any]] = [{} for _ in range(n)]
         elapsed = round(time.perf_counter() - self._start, 6)
@@ -124,7 +132,7 @@ class SB3VecEnv(VecEnv):
                 "TimeLimit.truncated": bool(trunc_np[i] and not term_np[i]),
             }
             if episode is not None:
-                row["episode"] = {"r": float(host[i, 2 * d + 3]), "l": int(host[i, 2 * d + 4]), "t": elapsed}
+                row["episode"] = {"r": float(values[i, 3]), "l": int(values[i, 4]), "t": elapsed}
             infos[i] = row
         return obs_np, reward_np, dones, infos
 

@@ -8,11 +8,13 @@
   of the episodes that ended, 0-d device tensors: ``SequentialTrainer(cfg={"environment_info": "log"})``
   logs them). Its ``step`` makes no host read (on the masked presets and the whole-step graph).
 - :class:`FinalObsPPO`: skrl's PPO whose time-limit bootstrap uses the **final** observation,
-  ``r + gamma * V(s_final)`` on truncated rows. skrl's own ``time_limit_bootstrap`` evaluates the *next*
-  observation, which after an autoreset is the next episode's first. GAE's last value still comes from
-  the observation the rollout continues from, and truncated rows are cut from GAE as skrl does.
-- :func:`ppo_agent`: a :class:`FinalObsPPO` with skrl's Gaussian policy and value MLPs and a rollout
-  memory, so a training script stays a few lines.
+  ``r + gamma * V(s_final)`` on rows truncated and not terminated. skrl's own
+  ``time_limit_bootstrap`` evaluates the *next* observation, which after an autoreset is the next
+  episode's first. GAE's last value still comes from the observation the rollout continues from, and
+  truncated rows are cut from GAE as skrl does.
+- :func:`ppo_agent`: a :class:`FinalObsPPO` with skrl's Gaussian policy and value MLPs (the value MLP
+  on the ``critic`` group where the env has one) and a rollout memory, so a training script stays a
+  few lines.
 
 skrl's trainer and agent read the host on their own each step where they log (``write_interval`` > 0:
 ``nonzero`` and ``.item()`` for episode rewards; ``environment_info``: one ``.item()`` per logged value);
@@ -151,7 +153,10 @@ class SkrlEnv(Wrapper):
 
 
 class FinalObsPPO(PPO):
-    """skrl's PPO bootstrapping truncated rows from the final observation (``infos["final_observations"]``).
+    """skrl's PPO bootstrapping time-outs from the final observation (``infos["final_observations"]``).
+
+    Only rows that were truncated and not terminated are bootstrapped (a row that did both ended in a
+    terminal state: its return stops there), as the rsl_rl and SB3 adapters do.
 
     ``cfg.time_limit_bootstrap`` is turned on: it makes GAE cut the truncated rows (their next value is
     the reward's bootstrap, not the next episode's first value); the bootstrap itself is this class's.
@@ -176,7 +181,7 @@ class FinalObsPPO(PPO):
         timestep: int,
         timesteps: int,
     ) -> None:
-        """Record the transition, truncated rows' rewards bootstrapped with ``V(final observation)``."""
+        """Record the transition, time-out rows' rewards bootstrapped with ``V(final observation)``."""
         Agent.record_transition(  # skrl's episode tracking; PPO's own storing is below
             self,
             observations=observations,
@@ -206,7 +211,8 @@ class FinalObsPPO(PPO):
             }
             final_values, _ = self.value.act(inputs, role="value")
             final_values = self._value_preprocessor(final_values, inverse=True)
-        rewards = rewards + self.cfg.discount_factor * final_values * truncated
+        time_outs = truncated & ~terminated  # a row that also terminated has no future to bootstrap
+        rewards = rewards + self.cfg.discount_factor * final_values * time_outs
         self.memory.add_samples(
             observations=observations,
             states=states,
@@ -222,6 +228,9 @@ class FinalObsPPO(PPO):
 def ppo_agent(env: SkrlEnv, *, hidden: tuple[int, ...] = (64, 64), activation: str = "elu", **cfg: Any) -> FinalObsPPO:
     """A :class:`FinalObsPPO` for ``env``: Gaussian policy and value MLPs, a rollout memory.
 
+    The policy reads the ``policy`` group; the value network reads the ``critic`` group
+    (:attr:`SkrlEnv.state_space`, skrl's states) when the env has one, else the ``policy`` group.
+
     Args:
         env: The adapted env (continuous actions).
         hidden: Hidden layer sizes of both MLPs.
@@ -232,10 +241,18 @@ def ppo_agent(env: SkrlEnv, *, hidden: tuple[int, ...] = (64, 64), activation: s
     if not isinstance(env.action_space, gym.spaces.Box):
         raise ValueError(f"ppo_agent builds a Gaussian policy: it needs a Box action space, got {env.action_space}")
     spaces = {"observation_space": env.observation_space, "state_space": env.state_space}
-    net = [{"name": "net", "input": "OBSERVATIONS", "layers": list(hidden), "activations": activation}]
     device = env.device
-    policy = gaussian_model(**spaces, action_space=env.action_space, device=device, network=net, output="ACTIONS")
-    value = deterministic_model(**spaces, action_space=env.action_space, device=device, network=net, output="ONE")
+
+    def net(source: str) -> list[dict[str, Any]]:
+        return [{"name": "net", "input": source, "layers": list(hidden), "activations": activation}]
+
+    critic_input = "OBSERVATIONS" if env.state_space is None else "STATES"  # the env's critic group, if any
+    policy = gaussian_model(
+        **spaces, action_space=env.action_space, device=device, network=net("OBSERVATIONS"), output="ACTIONS"
+    )
+    value = deterministic_model(
+        **spaces, action_space=env.action_space, device=device, network=net(critic_input), output="ONE"
+    )
     cfg.setdefault("rollouts", 16)
     memory = RandomMemory(memory_size=cfg["rollouts"], num_envs=env.num_envs, device=device)
     return FinalObsPPO(

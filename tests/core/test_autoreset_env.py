@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gym_graphreset import (
+    ConcurrentCallError,
     DeferredValidationError,
     EpisodeStatistics,
     FixedShapeAutoresetVectorEnv,
@@ -383,11 +384,13 @@ class _ForwardingWrapper(VectorWrapper):
 
 
 def test_blockers_named_and_masked_refused() -> None:
-    inner = _ForwardingWrapper(_ResettingWrapper(scripted_env(2, 3)))
-    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"my_term": _PlainTerm(), "ep": EpisodeStatistics()})
+    def inner() -> _ForwardingWrapper:
+        return _ForwardingWrapper(_ResettingWrapper(scripted_env(2, 3)))
+
+    env = FixedShapeAutoresetVectorEnv(inner(), reset_terms={"my_term": _PlainTerm(), "ep": EpisodeStatistics()})
     assert env.reset_selection_blockers() == ["_ResettingWrapper", "my_term"]
     with pytest.raises(ResetSelectionUnsupportedError, match="_ResettingWrapper, my_term"):
-        FixedShapeAutoresetVectorEnv(inner, reset_terms={"my_term": _PlainTerm()}, **MASKED)
+        FixedShapeAutoresetVectorEnv(inner(), reset_terms={"my_term": _PlainTerm()}, **MASKED)
 
 
 def test_gymnasium_numpy_env_blockers() -> None:
@@ -863,3 +866,122 @@ def test_interrupted_step_under_a_cuda_graph(
     env.poll_finite_validation()
     assert graph.captured and graph.captures == 1 and graph.replays > 0
     torch.cuda.synchronize()
+
+
+class _CallsBack:
+    """A reset term that calls back into its own env from ``on_step`` (``step``, ``reset`` or ``close``)."""
+
+    supports_reset_selection = True
+
+    def __init__(self) -> None:
+        self.env: FixedShapeAutoresetVectorEnv | None = None
+        self.call: str | None = None
+
+    def reset(self, rows: Any) -> None:
+        pass
+
+    def on_step(self, step: Any) -> None:
+        call, self.call = self.call, None
+        if call is not None and self.env is not None:
+            {"step": lambda: self.env.step(torch.zeros(4, 3)), "reset": self.env.reset, "close": self.env.close}[call]()
+
+
+@pytest.mark.parametrize("call", ["step", "reset", "close"])
+@pytest.mark.parametrize("mode", ["selected", "masked_persistent"])
+def test_reentrant_calls_from_a_term_are_refused_by_name(mode: str, call: str) -> None:
+    """A term calling back into its env is refused before the nested call changes anything; a full reset
+    recovers, and the env then steps exactly like one that never saw the call."""
+    back = _CallsBack()
+    env = FixedShapeAutoresetVectorEnv(scripted_env(4, 20), reset_terms={"back": back}, **MODES[mode])
+    clean = FixedShapeAutoresetVectorEnv(scripted_env(4, 20), reset_terms={"back": _CallsBack()}, **MODES[mode])
+    back.env = env
+    for e in (env, clean):
+        e.reset(seed=0)
+        e.step(torch.full((4, 3), 0.1))
+    back.call = call
+    message = f"{call}() was called from inside step() 2 (re-entrant: a reset term or the inner env called back"
+    with pytest.raises(ConcurrentCallError, match=re.escape(message)):
+        env.step(torch.full((4, 3), 0.2))
+    with pytest.raises(InterruptedStepError, match=re.escape("step() 2 was interrupted in reset term 'back'")):
+        env.step(torch.zeros(4, 3))  # the term raised in the outer step: it fails closed (not closed by the call)
+    for e in (env, clean):
+        e.reset(seed=1)
+    for t in range(5):
+        a = torch.full((4, 3), 0.05 * t)
+        for x, y in zip(env.step(a)[:4], clean.step(a)[:4], strict=True):
+            assert torch.equal(x, y)
+
+
+class _BlockingInner(ScriptedVectorEnv):
+    """A scripted env whose step waits (once armed) until the test releases it."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        import threading
+
+        self.armed, self.entered, self.release = False, threading.Event(), threading.Event()
+
+    def step(self, actions: torch.Tensor) -> Any:
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            assert self.release.wait(60)
+        return super().step(actions)
+
+
+def test_a_second_thread_is_refused_while_a_step_runs() -> None:
+    """step(), reset() and close() from another thread during a step are refused; the running step completes."""
+    import threading
+
+    def make(inner_class: type[ScriptedVectorEnv]) -> FixedShapeAutoresetVectorEnv:
+        script = torch.zeros(10, 4, dtype=torch.bool)
+        script[1, 2] = True
+        return FixedShapeAutoresetVectorEnv(inner_class(4, script, torch.zeros_like(script)), "masked_persistent")
+
+    env, clean = make(_BlockingInner), make(ScriptedVectorEnv)
+    inner = env.env
+    assert isinstance(inner, _BlockingInner)
+    for e in (env, clean):
+        e.reset(seed=0)
+        e.step(torch.full((4, 3), 0.1))
+    results: list[Any] = []
+    inner.armed = True
+    worker = threading.Thread(target=lambda: results.append(env.step(torch.full((4, 3), 0.3))), name="stepper")
+    worker.start()
+    try:
+        assert inner.entered.wait(60)
+        here = threading.current_thread().name
+        for call, run in [
+            ("step()", lambda: env.step(torch.zeros(4, 3))),
+            ("reset()", env.reset),
+            ("close()", env.close),
+        ]:
+            message = f"{call} was called from thread {here!r} while thread 'stepper' is inside step() 2: the env is"
+            with pytest.raises(ConcurrentCallError, match=re.escape(message)):
+                run()
+    finally:
+        inner.release.set()
+        worker.join(60)
+    want = clean.step(torch.full((4, 3), 0.3))
+    for x, y in zip(results[0][:4], want[:4], strict=True):
+        assert torch.equal(x, y)
+    for x, y in zip(env.step(torch.zeros(4, 3))[:4], clean.step(torch.zeros(4, 3))[:4], strict=True):
+        assert torch.equal(x, y)  # the refused calls changed nothing: it steps on
+
+
+def test_a_second_open_wrapper_over_one_inner_env_is_refused() -> None:
+    """Two open wrappers would step one physics; the second is refused by name until the first is closed."""
+    from gym_graphreset.wrappers import ClipAction
+
+    inner = scripted_env(4, 8)
+    first = FixedShapeAutoresetVectorEnv(inner, "masked")
+    message = "the inner env ScriptedVectorEnv is already wrapped by another open FixedShapeAutoresetVectorEnv"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        FixedShapeAutoresetVectorEnv(inner)
+    with pytest.raises(ValueError, match=re.escape("ScriptedVectorEnv (in the inner env's chain) is already wrapped")):
+        FixedShapeAutoresetVectorEnv(ClipAction(inner))  # through a wrapper too
+    first.reset(seed=0)
+    first.step(torch.zeros(4, 3))  # the first is untouched by the refusals
+    first.close()
+    second = FixedShapeAutoresetVectorEnv(inner, "masked")  # a closed wrapper releases its inner env
+    second.reset(seed=0)

@@ -216,3 +216,86 @@ def test_refuses_what_it_cannot_run_by_name() -> None:
         RslRlVecEnv(shallow, max_episode_length=8)
     with pytest.raises(ValueError, match=re.escape("RslRlVecEnv needs `max_episode_length`")):
         RslRlVecEnv(FixedShapeAutoresetVectorEnv(scripted_env(N, 8)))
+
+
+class _EpisodeRecorder(gym.vector.VectorWrapper):
+    """Keeps the raw return and length of every episode that ended (``info["episode"]`` on done rows)."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        super().__init__(env)
+        self.returns: list[float] = []
+        self.lengths: list[float] = []
+
+    def step(self, actions):
+        out = self.env.step(actions)
+        done = out[2] | out[3]
+        self.returns += out[4]["episode"]["r"][done].tolist()
+        self.lengths += out[4]["episode"]["l"][done].tolist()
+        return out
+
+
+def test_sync_free_runner_logs_the_iteration_mean_over_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/episode/mean_return` is the mean over the iteration's episodes, each counted once (rsl_rl's stock
+    logger, fed per-step means, weighs an episode by the steps until the next one ends)."""
+    recorder = _EpisodeRecorder(scripted("masked", terms=True))
+    env = RslRlVecEnv(recorder, seed=0, max_episode_length=64)
+    runner = SyncFreeOnPolicyRunner(env, train_cfg(12), log_dir=str(tmp_path), device="cpu")
+    from torch.utils.tensorboard import SummaryWriter
+
+    logged: dict[str, list[float]] = {}
+    record = lambda _, key, value, *args, **kwargs: logged.setdefault(key, []).append(float(value))  # noqa: E731
+    monkeypatch.setattr(SummaryWriter, "add_scalar", record)
+    runner.learn(1)
+    assert len(recorder.returns) > 1
+    assert logged["/episode/mean_return"] == [pytest.approx(sum(recorder.returns) / len(recorder.returns))]
+    assert logged["/episode/mean_length"] == [pytest.approx(sum(recorder.lengths) / len(recorder.lengths))]
+
+
+def test_episode_clock_is_checked_against_the_env(pendulum_envs) -> None:
+    """`max_episode_length` must be the env's horizon; `episode_length_buf` holds integer counts in range."""
+    inner = pendulum_envs["masked"].env  # truncates at max_episode_steps=40
+    for bad, message in [
+        (0, "`max_episode_length` must be an int >= 1, got 0"),
+        (2.5, "`max_episode_length` must be an int >= 1, got 2.5"),
+        (100, "`max_episode_length=100` but the env truncates at max_episode_steps=40 (its episode clock)"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            RslRlVecEnv(inner, max_episode_length=bad)
+    env = RslRlVecEnv(inner, seed=0, max_episode_length=40)
+    before = env.episode_length_buf.clone()
+    for value, message in [
+        (
+            torch.full((16,), -3, dtype=torch.long),
+            "values must lie in [0, max_episode_length=40] (steps into the episode), got values in [-3, -3]",
+        ),
+        (torch.arange(16) * 4, "got values in [0, 60]"),
+        (torch.full((16,), 2.7), "`episode_length_buf` must hold integer step counts, got dtype torch.float32"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            env.episode_length_buf = value
+    assert torch.equal(env.episode_length_buf, before)  # nothing written by a refused value
+    env.episode_length_buf = torch.arange(16) * 2  # in [0, 40]: accepted
+    assert env.episode_length_buf.tolist() == list(range(0, 32, 2))
+
+
+class _Opaque(gym.vector.VectorEnv):
+    """A SAME_STEP vector env forwarding to ``self.env`` without being a gymnasium ``VectorWrapper``."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        self.env, self.metadata, self.num_envs = env, env.metadata, env.num_envs
+        self.single_action_space, self.single_observation_space = env.single_action_space, env.single_observation_space
+
+
+def test_ring_depth_is_checked_behind_pass_through_wrappers() -> None:
+    """A depth-1 ring under any wrapper chain is refused (PPO would store obs(t+1) where obs(t) belongs)."""
+    shallow = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=1)
+    with pytest.raises(
+        ValueError, match=re.escape("the env (found under Recorder -> Recorder) publishes through a ring of")
+    ):
+        RslRlVecEnv(Recorder(Recorder(shallow)), max_episode_length=8)
+    with pytest.raises(ValueError, match=re.escape("RslRlVecEnv cannot see through _Opaque (a VectorEnv holding")):
+        RslRlVecEnv(_Opaque(shallow), max_episode_length=8)
+    deep = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=2)
+    RslRlVecEnv(Recorder(deep), max_episode_length=8)

@@ -222,3 +222,30 @@ def test_step_before_reset_is_refused(cartpole: SB3VecEnv) -> None:
     """SB3's learn() resets first; a bare step before it is an error, not undefined data (documented)."""
     with pytest.raises(RuntimeError, match="call reset\\(\\) before step\\(\\)"):
         cartpole.step(np.zeros(8, dtype=np.int64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
+def test_step_observations_keep_their_dtype_exactly_like_reset(dtype: torch.dtype) -> None:
+    """float64 / int64 observations cross to numpy exact (a float32 pass would round them), as reset's do."""
+    from gym_graphreset.wrappers import TransformObservation
+
+    def make() -> FixedShapeAutoresetVectorEnv:
+        inner = CartPoleVectorEnv(4, max_episode_steps=5)
+        if dtype == torch.int64:  # values past 2**24, where float32 has no integers left
+            inner = TransformObservation(inner, lambda o: (o * 2**40).to(torch.int64))
+        else:  # thirds: float64 digits that float32 does not hold
+            inner = TransformObservation(inner, lambda o: o.double() / 3)
+        return FixedShapeAutoresetVectorEnv(inner, **MODES["masked"])
+
+    direct, adapted = make(), SB3VecEnv(make())
+    first, _ = direct.reset(seed=1)
+    adapted.seed(1)
+    np.testing.assert_array_equal(adapted.reset(), first.numpy())
+    for t in range(8):
+        a = np.full(4, t % 2)
+        obs, _, _, _, info = direct.step(torch.as_tensor(a))
+        obs_np, _, dones, infos = adapted.step(a)
+        assert obs_np.dtype == obs.numpy().dtype
+        np.testing.assert_array_equal(obs_np, obs.numpy())
+        for i in np.flatnonzero(dones):
+            np.testing.assert_array_equal(infos[i]["terminal_observation"], info["final_obs"][i].numpy())

@@ -19,7 +19,7 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs import CartPoleVectorEnv
 from gym_graphreset.integrations.skrl import FinalObsPPO, SkrlEnv, ppo_agent
 from gym_graphreset.testing.host_reads import count_host_reads
-from tests.conftest import Recorder, preset_device, scripted_env
+from tests.conftest import Recorder, ScriptedVectorEnv, preset_device, scripted_env
 
 N = 8
 
@@ -158,3 +158,71 @@ def test_refuses_what_it_cannot_run_by_name() -> None:
         SkrlEnv(shallow)
     with pytest.raises(ValueError, match=re.escape("ppo_agent builds a Gaussian policy: it needs a Box")):
         ppo_agent(SkrlEnv(FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N))))
+
+
+def _record(agent: FinalObsPPO, env: SkrlEnv, obs: torch.Tensor, t: int) -> tuple[torch.Tensor, ...]:
+    actions, _ = agent.act(obs, env.state(), timestep=t, timesteps=8)
+    states = env.state()
+    nxt, reward, terminated, truncated, infos = env.step(actions)
+    agent.record_transition(
+        observations=obs, states=states, actions=actions, rewards=reward, next_observations=nxt,
+        next_states=env.state(), terminated=terminated, truncated=truncated, infos=infos, timestep=t, timesteps=8,
+    )  # fmt: skip
+    return nxt, reward, terminated, truncated, infos
+
+
+def test_final_obs_ppo_bootstraps_only_time_outs_not_terminal_truncations() -> None:
+    """A row both terminated and truncated ended in a terminal state: its reward gets no bootstrap."""
+    steps = 4
+    term = torch.zeros(steps, N, dtype=torch.bool)
+    trunc = torch.zeros(steps, N, dtype=torch.bool)
+    term[1, :4] = trunc[1, 2:6] = True  # rows 2, 3 both; rows 4, 5 time-outs; rows 0, 1 terminal
+    env = SkrlEnv(FixedShapeAutoresetVectorEnv(ScriptedVectorEnv(N, term, trunc), "masked"), seed=0)
+    torch.manual_seed(0)
+    agent = ppo_agent(env, rollouts=steps, learning_epochs=1, mini_batches=1)
+    agent.init()
+    agent.enable_training_mode(True)
+    obs, _ = env.reset()
+    with torch.no_grad():
+        for t in range(2):
+            obs, reward, terminated, truncated, infos = _record(agent, env, obs, t)
+        final_value, _ = agent.value.act({"observations": infos["final_observations"], "states": None}, role="value")
+    time_outs = torch.tensor([False, False, False, False, True, True, False, False]).reshape(N, 1)
+    assert torch.equal(truncated & ~terminated, time_outs)
+    expected = reward + agent.cfg.discount_factor * final_value * time_outs
+    torch.testing.assert_close(agent.memory.get_tensor_by_name("rewards")[1], expected)
+
+
+def test_ppo_agent_feeds_the_critic_group_to_the_value_network() -> None:
+    """With a ``critic`` observation group (Go1's privileged observation) the value MLP reads it."""
+    from gymnasium import spaces
+
+    from gym_graphreset.wrappers import TransformObservation
+
+    inner = scripted_env(N, 16)
+    groups = spaces.Dict(
+        {"policy": inner.single_observation_space, "critic": spaces.Box(-float("inf"), float("inf"), (6,))}
+    )
+    asymmetric = TransformObservation(inner, lambda o: {"policy": o, "critic": torch.cat((o, o[:, :2] * 2), 1)}, groups)
+    env = SkrlEnv(FixedShapeAutoresetVectorEnv(asymmetric, "masked"), seed=0)
+    assert env.state_space is not None and env.state_space.shape == (6,)
+    agent = ppo_agent(env)
+    obs, states = torch.zeros(N, 4), torch.zeros(N, 6)
+    with torch.no_grad():
+        value = agent.value.act({"observations": obs, "states": states}, role="value")[0]
+        other_states = agent.value.act({"observations": obs, "states": states + 1}, role="value")[0]
+        other_obs = agent.value.act({"observations": obs + 1, "states": states}, role="value")[0]
+    assert not torch.equal(value, other_states)  # the critic group moves the value
+    assert torch.equal(value, other_obs)  # the policy group does not
+    agent.init()
+    agent.enable_training_mode(True)
+    obs, _ = env.reset()
+    with torch.no_grad():
+        for t in range(3):
+            obs, *_ = _record(agent, env, obs, t)
+
+
+def test_ring_depth_is_checked_behind_pass_through_wrappers() -> None:
+    shallow = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=1)
+    with pytest.raises(ValueError, match=re.escape("the env (found under Recorder) publishes through a ring of")):
+        SkrlEnv(Recorder(shallow))
