@@ -377,7 +377,7 @@ class MJWarpVectorEnv(VectorEnv):
         """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
         return self.qpos.clone(), self.qvel.clone()
 
-    def render(self) -> WorldFrames | None:
+    def render(self) -> WorldFrames | None:  # type: ignore[override]  # a lazy Sequence, not a tuple
         """Frames of ``render_worlds`` (every world by default) as they are now; ``None`` without a render mode.
 
         The worlds' poses are copied on the device here; each frame is drawn when it is read (one host
@@ -389,9 +389,9 @@ class MJWarpVectorEnv(VectorEnv):
         if self.render_mode is None:
             return None
         worlds = range(self.num_envs) if self.render_worlds is None else self.render_worlds
-        return WorldFrames(self._draw, self.qpos, worlds)
+        return WorldFrames(self._draw_world, self.qpos, worlds)
 
-    def _draw(self, qpos: torch.Tensor) -> np.ndarray:
+    def _draw_world(self, qpos: torch.Tensor) -> np.ndarray:
         """One world's frame; the renderer is made on the first."""
         if self._world_renderer is None:
             self._world_renderer = WorldRenderer(self.mjm, *self.render_size)
