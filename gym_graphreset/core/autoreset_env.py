@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Never, NoReturn
 
+import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
@@ -391,8 +392,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             obs, info = self.ring.publish((obs, info), step=False)  # a reset counts no step: the promise holds
         return obs, info
 
-    def step(self, actions: torch.Tensor) -> StepOut:
+    def step(self, actions: torch.Tensor | np.ndarray) -> StepOut:
         """Step every row and reset the rows that finished (SAME_STEP output).
+
+        ``actions`` is a tensor on the env's device (the fast path) or a numpy array, such as
+        ``env.action_space.sample()``: it is copied to the device first (a memcpy on the CPU; on CUDA a
+        host-to-device copy that makes the host wait, every step; see
+        :func:`~gym_graphreset.core.inputs.check_actions`).
 
         A step that raises part-way (in the inner env, a term, a graph's capture or replay, or a
         ``KeyboardInterrupt``) fails closed: later steps raise :class:`InterruptedStepError`, naming what

@@ -31,6 +31,7 @@ __all__ = [
     "check_reset_terms",
     "check_seed",
     "env_device",
+    "numpy_actions",
 ]
 
 
@@ -69,12 +70,18 @@ def check_actions(
 ) -> torch.Tensor:
     """Refuse actions of the wrong type, shape, dtype or device; detach them from autograd.
 
-    With ``read_values`` (validation not deferred) non-finite floats and out-of-range integers are
-    refused too (one host read); otherwise the step latches them (``finite_actions``, ``valid_actions``).
+    A numpy array (``env.action_space.sample()``, a numpy policy) is copied to a tensor on ``device``
+    first, with its dtype: a memcpy on the CPU; on CUDA a host-to-device copy that makes the host wait,
+    every step (correct, but the host synchronisation this library otherwise avoids, so torch tensors on
+    the env's device stay the fast path). With ``read_values`` (validation not deferred) non-finite
+    floats and out-of-range integers are refused too (one host read); otherwise the step latches them
+    (``finite_actions``, ``valid_actions``).
     """
     expected = (num_envs, *(space.shape or ()))
+    if isinstance(actions, np.ndarray):
+        actions = numpy_actions(actions, device)
     if not isinstance(actions, torch.Tensor):
-        raise ValueError(f"actions must be a torch.Tensor on {device}, got {type(actions).__name__}")
+        raise ValueError(f"actions must be a torch.Tensor on {device} or a numpy array, got {type(actions).__name__}")
     if tuple(actions.shape) != expected:
         raise ValueError(f"actions must have shape {expected}, got {tuple(actions.shape)}")
     if isinstance(space, gym.spaces.Box):
@@ -92,6 +99,18 @@ def check_actions(
     if read_values:
         _refuse_bad_values(actions, space, num_envs)
     return actions
+
+
+def numpy_actions(actions: np.ndarray, device: torch.device) -> torch.Tensor:
+    """A copy of numpy ``actions`` on ``device``, same dtype; a dtype torch has no tensor for is refused by name.
+
+    Raises:
+        ValueError: ``actions`` has a dtype that is not a number or bool (e.g. ``object``, strings).
+    """
+    if actions.dtype.kind not in "biuf":
+        raise ValueError(f"actions must be a numpy array of numbers, got a numpy array of dtype {actions.dtype}")
+    native = np.ascontiguousarray(actions).astype(actions.dtype.newbyteorder("="), copy=False)  # torch: native order
+    return torch.tensor(native, device=device)
 
 
 def _refuse_bad_values(actions: torch.Tensor, space: gym.Space, num_envs: int) -> None:

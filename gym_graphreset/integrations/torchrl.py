@@ -8,6 +8,11 @@ between TorchRL and the env: every step's outputs (and the ``final_obs`` TorchRL
 copied once, on the device, where TorchRL stores them. That is one obs-sized copy per step, with no host
 read, and it holds on every preset, the whole-step graph included.
 
+It also hands TorchRL the ``info`` in the form TorchRL's info reader takes (flat tensors): a nested entry
+such as :class:`~gym_graphreset.core.terms.EpisodeStatistics`' ``info["episode"] = {"r": ..., "l": ...}``
+becomes ``info["episode_r"]`` and ``info["episode_l"]`` (in ``info["final_info"]`` too, where TorchRL reads
+a done row's values), so a rollout holds them at ``("next", "episode_r")`` and ``("next", "episode_l")``.
+
 Requires ``torchrl`` (extra ``torchrl``).
 """
 
@@ -22,11 +27,58 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gym_graphreset.core.buffers import tree_map
 from gym_graphreset.core.inputs import env_device
 
-__all__ = ["PublishedCopies", "torchrl_env"]
+__all__ = ["PublishedCopies", "torchrl_env", "torchrl_info"]
+
+
+def torchrl_info(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` as TorchRL's info reader takes it: nested dicts flattened, ``final_info``'s too.
+
+    A nested entry ``{"episode": {"r": r, "l": l}}`` becomes ``{"episode_r": r, "episode_l": l}`` (names
+    joined with ``_``, at any depth). ``final_info`` stays a dict, flattened the same way: TorchRL's
+    terminal reader takes a done row's info entries from it.
+
+    Args:
+        info: An info dict of a SAME_STEP vector env.
+
+    Returns:
+        A new dict (the tensors themselves, not copies).
+
+    Raises:
+        ValueError: If two entries flatten to the same name.
+
+    Example:
+        >>> import torch
+        >>> info = {"episode": {"r": torch.zeros(2), "l": torch.ones(2)}, "_episode": torch.ones(2, dtype=bool)}
+        >>> flat = torchrl_info({**info, "final_info": dict(info)})
+        >>> sorted(flat), sorted(flat["final_info"])
+        (['_episode', 'episode_l', 'episode_r', 'final_info'], ['_episode', 'episode_l', 'episode_r'])
+    """
+
+    def put(flat: dict[str, Any], prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                put(flat, f"{prefix}_{key}", sub)
+            return
+        if prefix in flat:
+            raise ValueError(f"torchrl_env: two info entries flatten to the same name {prefix!r}; rename one")
+        flat[prefix] = value
+
+    def flatten(entries: dict[str, Any]) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+        for key, value in entries.items():
+            put(flat, key, value)
+        return flat
+
+    out = flatten({k: v for k, v in info.items() if k != "final_info"})
+    if "final_info" in info:
+        out["final_info"] = flatten(info["final_info"])
+    return out
 
 
 class PublishedCopies(VectorWrapper):
     """Return copies of every tensor the env returns (step and reset), so a consumer may keep them.
+
+    The ``info`` is also given in TorchRL's form (:func:`torchrl_info`).
 
     Args:
         env: A SAME_STEP torch vector env (usually a :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv`).
@@ -47,12 +99,14 @@ class PublishedCopies(VectorWrapper):
         return AutoresetMode.SAME_STEP
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset the env; copies of its outputs."""
-        return tree_map(torch.clone, self.env.reset(seed=seed, options=options))
+        """Reset the env; copies of its outputs, the info flattened (:func:`torchrl_info`)."""
+        obs, info = tree_map(torch.clone, self.env.reset(seed=seed, options=options))
+        return obs, torchrl_info(info)
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        """Step the env; copies of its outputs (``final_obs`` included)."""
-        return tree_map(torch.clone, self.env.step(actions))
+        """Step the env; copies of its outputs (``final_obs`` included), the info flattened (:func:`torchrl_info`)."""
+        obs, reward, terminated, truncated, info = tree_map(torch.clone, self.env.step(actions))
+        return obs, reward, terminated, truncated, torchrl_info(info)
 
 
 def torchrl_env(env: VectorEnv, **gym_wrapper_kwargs: Any) -> Any:

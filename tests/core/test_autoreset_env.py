@@ -239,7 +239,10 @@ def box_env() -> FixedShapeAutoresetVectorEnv:
             torch.zeros(4, 3, dtype=torch.long),
             "actions must have a floating dtype for a Box action space, got torch.int64",
         ),
-        (np.zeros((4, 3), np.float32), "actions must be a torch.Tensor on cpu, got ndarray"),
+        ([[0.0] * 3] * 4, "actions must be a torch.Tensor on cpu or a numpy array, got list"),
+        (np.zeros((3, 3), np.float32), "actions must have shape (4, 3), got (3, 3)"),
+        (np.zeros((4, 3), np.int64), "actions must have a floating dtype for a Box action space, got torch.int64"),
+        (np.full((4, 3), None), "actions must be a numpy array of numbers, got a numpy array of dtype object"),
         (torch.full((4, 3), float("nan")), "actions must be finite; NaN or inf in rows [0, 1, 2, 3]"),
     ],
 )

@@ -24,7 +24,7 @@ from gym_graphreset import (
 )
 from gym_graphreset.core.validation import ValidationLatch
 from gym_graphreset.envs import CartPoleVectorEnv
-from tests.conftest import MODES, load_example
+from tests.conftest import MODES, load_example, preset_device
 
 N = 4
 
@@ -395,11 +395,35 @@ def test_calls_after_close_are_refused(call: str) -> None:
         env.step(torch.zeros(N, dtype=torch.long)) if call == "step" else env.reset()
 
 
-def test_numpy_actions_refused_by_name() -> None:
+def test_action_space_sample_is_accepted_as_numpy(preset: str) -> None:
+    """Gymnasium's first line, env.step(env.action_space.sample()): the numpy sample steps like its tensor."""
+    device = preset_device(preset)
+    env, twin = (FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(N, device=device), preset) for _ in range(2))
+    env.reset(seed=0)
+    twin.reset(seed=0)
+    env.action_space.seed(3)
+    for _ in range(30):
+        sample = env.action_space.sample()
+        assert isinstance(sample, np.ndarray)
+        got, want = env.step(sample), twin.step(torch.as_tensor(sample, device=device))
+        for a, b in zip(got[:4], want[:4], strict=True):
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("layout", ["big-endian", "strided"])
+def test_numpy_actions_in_any_layout(layout: str) -> None:
+    actions = np.array([0, 1, 1, 0], dtype=">i8") if layout == "big-endian" else np.array([0, 9, 1, 9, 1, 9, 0, 9])[::2]
+    env, twin = _cartpole(), _cartpole()
+    env.reset(seed=0)
+    twin.reset(seed=0)
+    assert torch.equal(env.step(actions)[0], twin.step(torch.tensor([0, 1, 1, 0]))[0])
+
+
+def test_numpy_actions_out_of_range_are_refused_by_name() -> None:
     env = _cartpole()
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="actions must be a torch.Tensor on cpu, got ndarray"):
-        env.step(np.zeros(N, dtype=np.int64))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=re.escape("actions must lie in the action space Discrete(2)")):
+        env.step(np.full(N, 2))
 
 
 def test_inner_env_autoreset_mode_named() -> None:

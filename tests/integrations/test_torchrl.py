@@ -12,8 +12,9 @@ from gymnasium.vector import VectorWrapper
 torchrl_envs = pytest.importorskip("torchrl.envs", reason="torchrl is the optional `torchrl` extra")
 
 from gym_graphreset import FixedShapeAutoresetVectorEnv  # noqa: E402
+from gym_graphreset.core.terms import EpisodeStatistics  # noqa: E402
 from gym_graphreset.envs import CartPoleVectorEnv  # noqa: E402
-from gym_graphreset.integrations.torchrl import torchrl_env  # noqa: E402
+from gym_graphreset.integrations.torchrl import torchrl_env, torchrl_info  # noqa: E402
 from tests.conftest import preset_device  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -106,6 +107,44 @@ def test_done_rows_carry_the_true_last_state(preset: str) -> None:
         assert terminal or bool(rollout["next", "truncated"][env_i, t])  # the true last state, not the reset one
         if t + 1 < rollout.shape[1]:
             assert rollout["observation"][env_i, t + 1].abs().max() <= 0.05  # the next episode's first obs
+
+
+class _StatsRecorder(VectorWrapper):
+    """Clones each step's finished-episode returns and lengths as EpisodeStatistics published them."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        super().__init__(env)
+        self.records: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def step(self, actions):
+        out = self.env.step(actions)
+        episode = out[-1]["episode"]
+        self.records.append((episode["r"].clone(), episode["l"].clone()))
+        return out
+
+
+def test_episode_statistics_in_the_next_keys(preset: str) -> None:
+    """An EpisodeStatistics term builds on every preset; its returns and lengths are in ("next", "episode_*")."""
+    inner = CartPoleVectorEnv(N, max_episode_steps=7, device=preset_device(preset))
+    env = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"stats": EpisodeStatistics()})
+    env.reset(seed=0)
+    recorder = _StatsRecorder(env)
+    rollout = torchrl_env(recorder).rollout(STEPS * 2, policy=_Policy(), break_when_any_done=False)
+    done = rollout["next", "done"].squeeze(-1)
+    assert done.any()
+    expected = recorder.records[-STEPS * 2 :]
+    for t, (r, length) in enumerate(expected):
+        torch.testing.assert_close(rollout["next", "episode_r"][:, t], r)
+        torch.testing.assert_close(rollout["next", "episode_l"][:, t], length)
+    lengths = rollout["next", "episode_l"]
+    assert bool((lengths[done] > 0).all()) and bool((lengths[~done] == 0).all())  # a return on each done row only
+
+
+def test_torchrl_info_flattens_and_refuses_a_name_clash() -> None:
+    r = torch.zeros(2)
+    assert set(torchrl_info({"a": {"b": {"c": r}}, "final_info": {"a": {"b": r}}})) == {"a_b_c", "final_info"}
+    with pytest.raises(ValueError, match=re.escape("two info entries flatten to the same name 'episode_r'")):
+        torchrl_info({"episode": {"r": r}, "episode_r": r})
 
 
 def test_needs_same_step() -> None:

@@ -15,9 +15,9 @@ termination and reset noise.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, SupportsIndex
+from typing import Any, Literal, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -32,6 +32,7 @@ from gym_graphreset.core.rng import EpisodeKeys, bits_to_normal, bits_to_uniform
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.checks import WorldChecks
 from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
+from gym_graphreset.envs.mjwarp.frames import WorldFrames, WorldRenderer, check_render_args
 from gym_graphreset.envs.mjwarp.runtime import WarpRuntime
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
@@ -64,7 +65,11 @@ class MJWarpVectorEnv(VectorEnv):
         kernel_reset: Reset worlds with one fused warp kernel (draws bit-identical to
             :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
             ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
-        render_mode: Unsupported; must be ``None``.
+        render_mode: ``None`` or ``"rgb_array"``: :meth:`render` then returns frames of the worlds
+            (:class:`~gym_graphreset.envs.mjwarp.frames.WorldFrames`), for Gymnasium's ``RecordVideo``.
+        render_worlds: The worlds :meth:`render` draws, in order; ``None`` (default): one frame per world,
+            as Gymnasium's vector envs return, each drawn only when read.
+        render_size: ``(width, height)`` of each frame in pixels.
         warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
 
     Attributes:
@@ -92,7 +97,8 @@ class MJWarpVectorEnv(VectorEnv):
         runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": ["rgb_array"]}
+    """Instances add ``render_fps``: one frame per env step, ``1 / dt``."""
     supports_reset_selection = True
     supports_step_capture = True
     batched_model_fields: tuple[str, ...] = ()
@@ -111,7 +117,9 @@ class MJWarpVectorEnv(VectorEnv):
         global_env_offset: int = 0,
         model_edits: Callable[[Any], None] | None = None,
         kernel_reset: bool = True,
-        render_mode: str | None = None,
+        render_mode: Literal["rgb_array"] | None = None,
+        render_worlds: Sequence[int] | None = None,
+        render_size: tuple[int, int] = (320, 240),
         warp_verbose: bool = False,
     ) -> None:
         self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
@@ -124,9 +132,10 @@ class MJWarpVectorEnv(VectorEnv):
                     f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
                     "without room for contacts/constraints would silently drop them"
                 )
-        if render_mode is not None:
-            raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
-        self.render_mode = None
+        self.render_mode, self.render_worlds, self.render_size = check_render_args(
+            type(self).__name__, render_mode, render_worlds, render_size, self.num_envs
+        )
+        self._world_renderer: WorldRenderer | None = None
         self.device = check_device(device if device is not None else default_device())
         self._load_model(model, model_edits)
         self._put_on_device(nconmax, njmax, warp_verbose)
@@ -155,6 +164,7 @@ class MJWarpVectorEnv(VectorEnv):
         if model_edits is not None:
             model_edits(self.mjm)
         self.dt = float(self.mjm.opt.timestep) * self.frame_skip
+        self.metadata = {**type(self).metadata, "render_fps": round(1.0 / self.dt)}
 
     def _put_on_device(self, nconmax: int | None, njmax: int | None, warp_verbose: bool) -> None:
         """The warp model and data, and torch views of the fields the env reads and writes."""
@@ -401,6 +411,32 @@ class MJWarpVectorEnv(VectorEnv):
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
         return self.qpos.clone(), self.qvel.clone()
+
+    def render(self) -> WorldFrames | None:  # type: ignore[override]  # a lazy Sequence, not a tuple
+        """Frames of ``render_worlds`` (every world by default) as they are now; ``None`` without a render mode.
+
+        The worlds' poses are copied on the device here; each frame is drawn when it is read (one host
+        read of that world's pose and a CPU render), so Gymnasium's ``RecordVideo(...,
+        record_first_only=True)`` draws world 0 alone. The renderer is made when the first frame is read,
+        which raises :class:`~gym_graphreset.envs.mjwarp.frames.RenderUnavailable` if no OpenGL context
+        can be made.
+        """
+        if self.render_mode is None:
+            return None
+        worlds = range(self.num_envs) if self.render_worlds is None else self.render_worlds
+        return WorldFrames(self._draw_world, self.qpos, worlds)
+
+    def _draw_world(self, qpos: torch.Tensor) -> np.ndarray:
+        """One world's frame; the renderer is made on the first."""
+        if self._world_renderer is None:
+            self._world_renderer = WorldRenderer(self.mjm, *self.render_size)
+        return self._world_renderer.frame(qpos)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Free the renderer, if :meth:`render` made one."""
+        if self._world_renderer is not None:
+            self._world_renderer.close()
+            self._world_renderer = None
 
     @property
     def nworld(self) -> int:

@@ -1,18 +1,14 @@
 """Offscreen frames of one world of a MuJoCo Warp env, and a GIF of them: look at what a policy does.
 
-The batched state stays on the device; each frame copies one world's ``qpos`` into a CPU ``mujoco.MjData``
-of the same model, runs MuJoCo C's kinematics and renders it with ``mujoco.Renderer``. That costs one host
-read per frame, so render after training (or in a separate evaluation loop), never inside a timed one.
-
-MuJoCo picks its OpenGL backend (``MUJOCO_GL``) when it is first imported; headless, with no backend
-chosen, an EGL context is made here instead. :func:`render_frames` raises :class:`RenderUnavailable`
-when no context can be made at all.
+The batched state stays on the device; each frame is drawn by
+:class:`~gym_graphreset.envs.mjwarp.frames.WorldRenderer` (one host read of one world's ``qpos`` and a CPU
+render), so render after training (or in a separate evaluation loop), never inside a timed one. For
+Gymnasium's video recorders, build the env with ``render_mode="rgb_array"`` instead (:doc:`/mjwarp`).
+:func:`render_frames` raises :class:`RenderUnavailable` when no OpenGL context can be made.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +17,8 @@ import numpy as np
 import torch
 
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
+from gym_graphreset.envs.mjwarp.frames import RenderUnavailable as RenderUnavailable
+from gym_graphreset.envs.mjwarp.frames import WorldRenderer
 
 __all__ = ["MAX_FRAME_SIZE", "MAX_GIF_FPS", "RenderUnavailable", "render_frames", "save_gif"]
 
@@ -47,10 +45,6 @@ def _check_positive(name: str, value: Any, high: float | None = None) -> float:
 
 Policy = Callable[[Any], torch.Tensor]
 """Maps the env's batched observation to a batched action (e.g. a trained actor's mean action)."""
-
-
-class RenderUnavailable(RuntimeError):
-    """No OpenGL context could be made for ``mujoco.Renderer`` (no display and no ``MUJOCO_GL`` backend)."""
 
 
 def render_frames(
@@ -86,67 +80,18 @@ def render_frames(
     width = _check_int("width", width, 1, MAX_FRAME_SIZE)
     height = _check_int("height", height, 1, MAX_FRAME_SIZE)
     distance = _check_positive("distance", distance)
-    import copy
-
-    import mujoco
-
-    model = copy.copy(physics.mjm)  # a brighter headlight for this copy: many task models define no lights
-    model.vis.headlight.ambient[:] = 0.45
-    model.vis.headlight.diffuse[:] = 0.6
-    model.vis.global_.offwidth = max(int(model.vis.global_.offwidth), width)  # the offscreen buffer fits the frame
-    model.vis.global_.offheight = max(int(model.vis.global_.offheight), height)
-    data = mujoco.MjData(model)
-    renderer, context = _renderer(mujoco, model, width, height)
-    camera = mujoco.MjvCamera()  # a free camera aimed at the root body every frame: it follows the robot
-    camera.distance, camera.elevation, camera.azimuth = distance, -20.0, 135.0
-    root = 1 if model.nbody > 1 else 0
-
-    def frame() -> np.ndarray:
-        data.qpos[:] = physics.qpos[world].detach().cpu().numpy()
-        mujoco.mj_kinematics(model, data)
-        camera.lookat[:] = data.xpos[root]
-        renderer.update_scene(data, camera)
-        return renderer.render().copy()
-
+    renderer = WorldRenderer(physics.mjm, width, height, distance)
     frames = []
     try:
         obs, _ = env.reset(seed=seed)
-        frames.append(frame())
+        frames.append(renderer.frame(physics.qpos[world]))
         with torch.no_grad():
             for _ in range(steps):
                 obs, *_ = env.step(policy(obs))
-                frames.append(frame())
+                frames.append(renderer.frame(physics.qpos[world]))
     finally:
         renderer.close()
-        if context is not None:
-            context.free()
     return frames
-
-
-def _renderer(mujoco: Any, model: Any, width: int, height: int) -> tuple[Any, Any]:
-    """``mujoco.Renderer`` on the backend MuJoCo chose at import, or on an EGL context made here.
-
-    MuJoCo reads ``MUJOCO_GL`` when it is first imported, and without it uses GLFW, which needs a display.
-    Headless with no backend chosen, an EGL context is made current first (a failed GLFW attempt cannot be
-    retried in the same process). Returns (renderer, that context or ``None``).
-    """
-    context = None
-    try:
-        if not os.environ.get("MUJOCO_GL") and not os.environ.get("DISPLAY"):
-            from mujoco.egl import GLContext
-
-            context = GLContext(width, height)
-            context.make_current()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # GLFW's "no display" warning when EGL is current
-            return mujoco.Renderer(model, height, width), context
-    except Exception as exc:  # FatalError / RuntimeError / ImportError / AttributeError, by backend
-        if context is not None:
-            context.free()
-        raise RenderUnavailable(
-            f"mujoco.Renderer could not make an OpenGL context ({type(exc).__name__}: {exc}); set MUJOCO_GL=egl "
-            "or osmesa before mujoco is first imported, with that library installed"
-        ) from exc
 
 
 def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:

@@ -169,7 +169,7 @@ def test_humanoid_runs_with_newton_solver() -> None:
     [
         ({"frame_skip": 0}, "`frame_skip` must be >= 1, got 0"),
         ({"device": "meta"}, "`device` must be 'cpu' or 'cuda[:N]', got meta"),
-        ({"render_mode": "human"}, "does not render"),
+        ({"render_mode": "human"}, "HopperEnv: `render_mode` must be None or 'rgb_array', got 'human'"),
         ({"nconmax": 0}, "`nconmax` must be None (MuJoCo Warp's default) or an int >= 1, got 0"),
         ({"njmax": -1}, "`njmax` must be None (MuJoCo Warp's default) or an int >= 1, got -1"),
         ({"max_episode_steps": 0}, "`max_episode_steps` must be >= 1, got 0"),

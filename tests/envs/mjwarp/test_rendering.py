@@ -93,3 +93,144 @@ def test_frames_larger_than_the_models_offscreen_buffer_render(pendulum: Any) ->
     _frames(pendulum, 1)  # skips where there is no OpenGL context at all
     frames = render_frames(pendulum, lambda obs: torch.zeros(2, 1), 1, width=700, height=500)
     assert frames[0].shape == (500, 700, 3)
+
+
+# --- render_mode="rgb_array": Gymnasium's render() and RecordVideo -------------------------------------------------
+
+
+def _rgb_env(num_envs: int = 2, **kwargs: Any) -> Any:
+    import gymnasium as gym
+
+    inner = gym.make_vec(
+        "gym_graphreset/InvertedPendulum-v5",
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
+        device="cpu",
+        render_mode="rgb_array",
+        render_size=(64, 48),
+        **kwargs,
+    )
+    return FixedShapeAutoresetVectorEnv(inner, "masked")
+
+
+def _read(frames: Any, i: int) -> np.ndarray:
+    try:
+        return frames[i]
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+
+
+def test_registered_id_renders_every_world_lazily() -> None:
+    """The id takes render_mode; render() gives one frame per world (Gymnasium's vector form), drawn when read."""
+    env = _rgb_env()
+    env.reset(seed=0)
+    assert env.render_mode == "rgb_array" and env.metadata["render_fps"] == 25  # InvertedPendulum: dt = 0.04 s
+    assert "rgb_array" in env.metadata["render_modes"]
+    frames = env.render()
+    assert len(frames) == 2
+    first = _read(frames, 0)
+    assert first.shape == (48, 64, 3) and first.dtype == np.uint8 and first.std() > 0
+    assert repr(frames) == "WorldFrames(worlds=2, drawn=1)"  # world 1 not drawn yet
+    assert not np.array_equal(first, _read(frames, 1))  # each world's own reset noise
+    env.close()
+
+
+def test_frames_show_the_instant_of_the_render_call() -> None:
+    env = _rgb_env()
+    env.reset(seed=0)
+    before = env.render()
+    env.step(torch.full((2, 1), 3.0))
+    moved = _read(env.render(), 0)
+    read_late = _read(before, 0)  # read after the step: still the pose at render()
+    env.reset(seed=0)
+    assert np.array_equal(read_late, _read(env.render(), 0))
+    assert not np.array_equal(read_late, moved)
+    env.close()
+
+
+def test_render_worlds_chooses_the_frames() -> None:
+    env = _rgb_env(num_envs=3, render_worlds=(2, 0))
+    env.reset(seed=0)
+    chosen = env.render()
+    assert len(chosen) == 2 and chosen.worlds == (2, 0)
+    every = _rgb_env(num_envs=3)
+    every.reset(seed=0)
+    assert np.array_equal(_read(chosen, 0), _read(every.render(), 2))
+    assert np.array_equal(chosen[-1], every.render()[0]) and len(chosen[0:2]) == 2
+    env.close()
+    every.close()
+
+
+def test_no_render_mode_renders_nothing() -> None:
+    from gym_graphreset.envs.gym_mujoco.tasks import InvertedPendulumEnv
+
+    env = InvertedPendulumEnv(2, device="cpu")
+    assert env.render_mode is None and env.render() is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"render_mode": "human"}, "InvertedPendulumEnv: `render_mode` must be None or 'rgb_array', got 'human'"),
+        ({"render_worlds": (0, 2)}, "`render_worlds` must be None (every world) or distinct world indices in [0, 2)"),
+        ({"render_worlds": (1, 1)}, "`render_worlds` must be None (every world) or distinct world indices in [0, 2)"),
+        ({"render_worlds": ()}, "`render_worlds` must be None (every world) or distinct world indices in [0, 2)"),
+        ({"render_size": (64,)}, "`render_size` must be (width, height), two ints >= 1, got (64,)"),
+        ({"render_size": (0, 48)}, "`render_size` must be (width, height), two ints >= 1, got (0, 48)"),
+    ],
+)
+def test_bad_render_arguments_are_named(kwargs: dict[str, Any], message: str) -> None:
+    import re
+
+    from gym_graphreset.envs.gym_mujoco.tasks import InvertedPendulumEnv
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        InvertedPendulumEnv(2, device="cpu", **kwargs)
+
+
+class _Clip:
+    """moviepy's ImageSequenceClip as RecordVideo calls it: keeps the frames instead of encoding them."""
+
+    written: list[tuple[str, list[np.ndarray], float]] = []
+
+    def __init__(self, frames: list[np.ndarray], fps: float) -> None:
+        self.frames, self.fps = list(frames), fps
+
+    def write_videofile(self, path: str, logger: Any = None) -> None:
+        _Clip.written.append((path, self.frames, self.fps))
+
+
+@pytest.fixture
+def clips(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[np.ndarray], float]]:
+    """RecordVideo's encoder replaced (moviepy is not a dependency); everything else is Gymnasium's own."""
+    import sys
+    import types
+
+    for name in ("moviepy", "moviepy.video", "moviepy.video.io"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(
+        sys.modules, "moviepy.video.io.ImageSequenceClip", types.SimpleNamespace(ImageSequenceClip=_Clip)
+    )
+    _Clip.written = []
+    return _Clip.written
+
+
+@pytest.mark.parametrize(("first_only", "shape"), [(True, (48, 64, 3)), (False, (48, 128, 3))])
+def test_gymnasium_record_video(tmp_path: Path, clips: list, first_only: bool, shape: tuple[int, ...]) -> None:
+    """gymnasium.wrappers.vector.RecordVideo records the env: world 0 alone, or every world tiled, at 1 / dt fps."""
+    from gymnasium.wrappers.vector import RecordVideo
+
+    env = RecordVideo(
+        _rgb_env(), str(tmp_path), step_trigger=lambda t: t == 0, video_length=8, record_first_only=first_only
+    )
+    env.reset(seed=0)
+    try:
+        for _ in range(10):
+            env.step(torch.full((2, 1), 3.0))
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+    env.close()
+    ((path, frames, fps),) = clips
+    assert path.endswith(".mp4") and fps == 25
+    assert len(frames) == 9 and all(f.shape == shape and f.dtype == np.uint8 for f in frames)
+    assert not np.array_equal(frames[0], frames[-1])  # the cart moves (RecordVideo keeps video_length + 1)
