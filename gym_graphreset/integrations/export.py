@@ -344,7 +344,8 @@ def check_export(
         got = torch.from_numpy(session.run(None, {"obs": obs.numpy()})[0])
         runtime = "onnxruntime"
     else:
-        with torch.no_grad():
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.filterwarnings("ignore", message=".*torch.jit.load.*is deprecated", category=DeprecationWarning)
             got = torch.jit.load(str(path), map_location="cpu")(obs)
         runtime = "torch.jit"
     diff = float((got - expected).abs().max())
