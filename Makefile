@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch==2.13.0 is the CPU build on disk; a bare `torch` would pull a ~5 GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,rsl_rl,skrl,dev,docs,envpool]"
+	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,rsl_rl,skrl,dev,docs,envpool,export]"
 	touch $(STAMP)
 
 # Tests run in two processes (pytest-xdist: the suite is CPU-bound); `make test PYTEST_WORKERS=0` runs one.

@@ -358,7 +358,8 @@ def play(args: argparse.Namespace) -> int:
         from gym_graphreset.envs.mjwarp.rendering import save_video
 
         path = args.video or Path("runs") / f"play-{env_id.split('/')[-1]}.mp4"
-        written = save_video(frames, path, fps=1.0 / float(env.unwrapped.dt))
+        physics: Any = env.unwrapped  # a MuJoCo Warp env: it rendered
+        written = save_video(frames, path, fps=1.0 / float(physics.dt))
         if written is not None:
             print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
     env.close()

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
@@ -131,6 +131,12 @@ class DeterministicPolicy(nn.Module):
 
 class _PolicyNet(nn.Module):
     """The computation of a :class:`DeterministicPolicy`, without its metadata: what the exporters trace."""
+
+    if TYPE_CHECKING:  # the buffers' types, for type checkers only (TorchScript cannot read string annotations)
+        shift: torch.Tensor
+        scale: torch.Tensor
+        low: torch.Tensor
+        high: torch.Tensor
 
     def __init__(
         self,

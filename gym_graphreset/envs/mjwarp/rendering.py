@@ -196,7 +196,9 @@ def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path 
             print(f"no MP4 encoder (pip install imageio imageio-ffmpeg): writing a GIF instead of {path}")
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            even = [f[: f.shape[0] // 2 * 2, : f.shape[1] // 2 * 2] for f in frames]  # yuv420p wants even sizes
+            even: list[Any] = [
+                f[: f.shape[0] // 2 * 2, : f.shape[1] // 2 * 2] for f in frames
+            ]  # yuv420p wants even sizes
             imageio.mimwrite(path, even, fps=fps, codec="libx264", macro_block_size=1)
             return path
     gif = path.with_suffix(".gif")
