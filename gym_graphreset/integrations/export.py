@@ -36,6 +36,7 @@ __all__ = [
     "PPO_CHECKPOINT_FORMAT",
     "DeterministicPolicy",
     "ExportCheck",
+    "PolicySource",
     "check_export",
     "export_onnx",
     "export_torchscript",
