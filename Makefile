@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	# editable_mode=compat: the clone goes on sys.path as a plain path entry, which mypy and other static tools
 	# read (the default import hook is invisible to them, so `py.typed` would go unseen).
-	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,rsl_rl,skrl,dev,docs,envpool]" \
+	$(PY) -m pip install -q -e ".[mjwarp,plot,sb3,torchrl,rsl_rl,skrl,dev,docs,envpool,export]" \
 		--config-settings editable_mode=compat
 	touch $(STAMP)
 

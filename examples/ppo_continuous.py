@@ -26,7 +26,13 @@ What differs from CleanRL's ppo_continuous_action.py, and why:
   512-256-128 ELU networks, random initial episode lengths. It logs the velocity-tracking rewards and the
   episode length against wall-clock time, as mjlab's logger computes them, to a JSON file.
 - ``--render-gif PATH`` renders world 0 under the trained policy's mean action after training (MuJoCo
-  Warp tasks; rendered on the CPU, headless through EGL).
+  Warp tasks; rendered on the CPU, headless through EGL). ``python -m gym_graphreset play CKPT`` films a
+  saved checkpoint, ``python -m gym_graphreset export CKPT`` writes it as ONNX and TorchScript.
+- ``--save-dir DIR`` writes a checkpoint (:func:`save_checkpoint`: agent, optimizer, normaliser, iteration,
+  global step, args) every ``--save-every`` iterations and at the end; ``--resume PATH`` continues from one.
+- ``--tensorboard-dir DIR`` also writes every log line as TensorBoard scalars (needs ``tensorboard``).
+- ``--model-xml PATH`` hands ``model_xml`` to the env (Go1: mjlab's ``go1.xml`` instead of the library's
+  primitive model); the JSON records it.
 - Under ``torchrun`` every rank steps its own share of one population (``global_env_offset``), gradients
   are all-reduced by DDP, and the logged statistics by one collective per log line.
 """
@@ -90,6 +96,11 @@ class Args:
     max_episode_steps: int = 0  # > 0: the env's truncation horizon (0: the task's own)
     render_gif: str = ""  # after training, a GIF of world 0 under the policy's mean action (MuJoCo Warp tasks)
     render_steps: int = 250  # env steps in that GIF
+    model_xml: str = ""  # the env's model_xml (Go1: an MJCF with mjlab's names; empty: the task's own model)
+    save_dir: str = ""  # checkpoints here (model_<iteration>.pt), every --save-every iterations and at the end
+    save_every: int = 0  # iterations between checkpoints (0: only the final one)
+    resume: str = ""  # a checkpoint of this script to continue from (agent, optimizer, normaliser, iteration)
+    tensorboard_dir: str = ""  # TensorBoard scalars here, one point per log line (empty: none)
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -223,15 +234,27 @@ class Agent(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------- env
+def env_kwargs(args: Args) -> dict[str, Any]:
+    """The env constructor's keywords the arguments ask for beyond the defaults (recorded in checkpoints)."""
+    return {"model_xml": args.model_xml} if args.model_xml else {}
+
+
 def make_env(args: Args, device: torch.device, global_env_offset: int = 0) -> FixedShapeAutoresetVectorEnv:
-    inner = gym.make_vec(
-        args.env_id,
-        num_envs=args.num_envs,
-        vectorization_mode="vector_entry_point",
-        device=device,
-        global_env_offset=global_env_offset,
-        **({"max_episode_steps": args.max_episode_steps} if args.max_episode_steps > 0 else {}),
-    )
+    extra = env_kwargs(args)
+    try:
+        inner = gym.make_vec(
+            args.env_id,
+            num_envs=args.num_envs,
+            vectorization_mode="vector_entry_point",
+            device=device,
+            global_env_offset=global_env_offset,
+            **({"max_episode_steps": args.max_episode_steps} if args.max_episode_steps > 0 else {}),
+            **extra,
+        )
+    except TypeError as exc:
+        if not extra:
+            raise
+        raise ValueError(f"`--model-xml`: {args.env_id} does not take a model_xml ({exc})") from exc
     graph = device.type == "cuda" and args.cuda_graph
     return FixedShapeAutoresetVectorEnv(
         inner, "step_graph" if graph else "masked_persistent", reset_terms={"episode": EpisodeStatistics()}
@@ -385,6 +408,114 @@ class PPOUpdate:
                 self.optimizer.step()
 
 
+# ----------------------------------------------------------------------------------------- checkpoints
+def policy_meta(agent: Agent, act_dim: int, low: torch.Tensor, high: torch.Tensor) -> dict[str, Any]:
+    """What rebuilding the deterministic actor needs, stored as a checkpoint's ``policy`` entry."""
+    return {
+        "obs_dim": agent.norm.mean.shape[0],
+        "act_dim": act_dim,
+        "actor_dim": agent.split,
+        "activation": "elu",
+        "norm_eps": 1e-8,
+        "norm_clip": 10.0,
+        "action_low": low.cpu().tolist(),
+        "action_high": high.cpu().tolist(),
+    }
+
+
+def save_checkpoint(
+    path: Path,
+    agent: Agent,
+    optimizer: torch.optim.Optimizer,
+    args: Args,
+    *,
+    iteration: int,
+    global_step: int,
+    policy: dict[str, Any],
+) -> Path:
+    """Write a checkpoint: a dict that ``torch.load`` reads back, of this layout (``format`` names it).
+
+    - ``format``: :data:`gym_graphreset.integrations.export.PPO_CHECKPOINT_FORMAT`;
+    - ``agent``: :class:`Agent`'s ``state_dict`` (``norm.mean``, ``norm.var``, ``norm.count``: the
+      observation normaliser; ``actor.<i>``/``critic.<i>`` Linear layers; ``log_std``);
+    - ``optimizer``: Adam's ``state_dict`` (its learning rate included);
+    - ``iteration``, ``global_step``: the last finished iteration and the env steps so far (all ranks);
+    - ``args``: the run's :class:`Args` as a dict; ``env_id`` and ``env_kwargs``: the env it trained on;
+    - ``policy``: :func:`policy_meta` (dimensions, activation, normaliser epsilon and clip, action bounds).
+    """
+    from gym_graphreset.integrations.export import PPO_CHECKPOINT_FORMAT
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "format": PPO_CHECKPOINT_FORMAT,
+        "agent": {k: v.detach().cpu().clone() for k, v in agent.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "iteration": iteration,
+        "global_step": global_step,
+        "args": dataclasses.asdict(args),
+        "env_id": args.env_id,
+        "env_kwargs": env_kwargs(args),
+        "policy": policy,
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(record, tmp)
+    tmp.replace(path)  # a killed run never leaves half a checkpoint
+    return path
+
+
+def load_checkpoint(path: Path, agent: Agent, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """Copy a checkpoint's agent and optimizer state into ``agent`` and ``optimizer`` in place; the checkpoint.
+
+    In place: a captured update holds the parameters, the normaliser's buffers and Adam's state, so they keep
+    their addresses (Adam's state must exist already: call this after :meth:`PPOUpdate.prepare`).
+
+    Raises:
+        ValueError: the file is not this script's checkpoint, or its networks have other shapes.
+    """
+    from gym_graphreset.integrations.export import PPO_CHECKPOINT_FORMAT
+
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != PPO_CHECKPOINT_FORMAT:
+        got = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
+        raise ValueError(f"`--resume` must be a checkpoint of format {PPO_CHECKPOINT_FORMAT!r}, got {got!r}")
+    own = agent.state_dict()
+    shapes = {k: tuple(v.shape) for k, v in own.items()}
+    theirs = {k: tuple(v.shape) for k, v in ckpt["agent"].items()}
+    if shapes != theirs:
+        diff = sorted(k for k in shapes.keys() | theirs.keys() if shapes.get(k) != theirs.get(k))
+        raise ValueError(
+            f"`--resume` {str(path)!r} holds another agent: {diff[0]} is {theirs.get(diff[0])} there and "
+            f"{shapes.get(diff[0])} here (same --env-id and --hidden-dims as the run that saved it?)"
+        )
+    with torch.no_grad():
+        for k, v in own.items():
+            v.copy_(ckpt["agent"][k])
+        saved = ckpt["optimizer"]
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        for index, param in enumerate(params):
+            for key, value in optimizer.state.get(param, {}).items():
+                if isinstance(value, torch.Tensor) and key in saved["state"].get(index, {}):
+                    value.copy_(saved["state"][index][key])
+        for group, saved_group in zip(optimizer.param_groups, saved["param_groups"], strict=True):
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].copy_(torch.as_tensor(saved_group["lr"]))
+            else:
+                group["lr"] = float(saved_group["lr"])
+    return ckpt
+
+
+def tensorboard_writer(args: Args) -> Any:
+    """A ``SummaryWriter`` on ``--tensorboard-dir``, or ``None`` (a one-line notice when tensorboard is missing)."""
+    if not args.tensorboard_dir:
+        return None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        print(f"tensorboard is not installed (pip install tensorboard): no scalars in {args.tensorboard_dir}")
+        return None
+    return SummaryWriter(log_dir=args.tensorboard_dir)
+
+
 # ----------------------------------------------------------------------------------------- train
 def warm_up(env: FixedShapeAutoresetVectorEnv, steps: int = 8) -> float:
     """Step random actions until kernels are compiled and the env step is captured; returns seconds."""
@@ -473,6 +604,14 @@ def train(args: Args) -> dict[str, list[float]]:
     store = Storage.empty(T, N, obs_dim, act_dim, device)
     update = PPOUpdate(agent, learner, optimizer, store, args, capture=capture, compile=args.compile)
     warmup_s += update.prepare()  # the update's compile and capture: reported, not timed
+    meta = policy_meta(agent, act_dim, low, high)
+    start_iteration = 0
+    if args.resume:  # after prepare(): Adam's state exists, and is overwritten in place
+        ckpt = load_checkpoint(Path(args.resume), agent, optimizer)
+        start_iteration = int(ckpt["iteration"])
+        if is_main:
+            print(f"resumed from {args.resume} (iteration {start_iteration}, {ckpt['global_step']:,} env steps)")
+    writer = tensorboard_writer(args) if is_main else None
     ep_return_sum = torch.zeros((), device=device)
     ep_count = torch.zeros((), device=device)
     ep_length_sum = torch.zeros((), device=device)
@@ -492,7 +631,18 @@ def train(args: Args) -> dict[str, list[float]]:
     batch = T * N
     curve: dict[str, list[float]] = {"env_steps": [], "mean_return": [], "seconds": [], "mean_episode_length": []}
     curve |= {name: [] for name in terms.names}
-    bar = tqdm(range(1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main)
+    bar = tqdm(
+        range(start_iteration + 1, iterations + 1), desc=args.env_id.split("/")[-1], unit="iter", disable=not is_main
+    )
+    it = start_iteration
+
+    def checkpoint(it: int) -> None:
+        if is_main and args.save_dir:
+            path = Path(args.save_dir) / f"model_{it}.pt"
+            save_checkpoint(
+                path, agent, optimizer, args, iteration=it, global_step=it * batch * share.world_size, policy=meta
+            )
+
     for it in bar:
         if args.anneal_lr and not args.desired_kl > 0:  # the adaptive schedule owns the rate
             frac = 1.0 - (it - 1) / iterations
@@ -523,12 +673,14 @@ def train(args: Args) -> dict[str, list[float]]:
         split.add(t0, t1, split.mark())
         # ---- logging: one host read per `log_every` iterations
         if it % args.log_every == 0 or it == iterations:
-            totals = torch.cat((torch.stack((ep_return_sum, ep_count, ep_length_sum)), terms.sums))
+            totals = torch.cat(
+                (torch.stack((ep_return_sum, ep_count, ep_length_sum, terms.reset_steps)), terms.step_means)
+            )
             if distributed:
                 import torch.distributed as dist
 
                 dist.all_reduce(totals)  # one collective per log line
-            total_return, count, total_length, *term_totals = totals.tolist()
+            total_return, count, total_length, reset_steps, *term_totals = totals.tolist()
             split.read()
             if count > 0:
                 mean_return = total_return / count
@@ -536,24 +688,38 @@ def train(args: Args) -> dict[str, list[float]]:
                 curve["mean_return"].append(mean_return)
                 curve["mean_episode_length"].append(total_length / count)
                 curve["seconds"].append(time.perf_counter() - start)
-                for name, total in zip(terms.names, term_totals, strict=True):
-                    curve[name].append(total / count / terms.episode_seconds)
+                for name, total in zip(terms.names, term_totals, strict=True):  # mjlab's Episode_Reward/<name>
+                    curve[name].append(total / max(reset_steps, 1.0) / terms.episode_seconds)
                 shown = {"track_lin": f"{curve[terms.names[0]][-1]:.3f}"} if terms.names else {}
                 bar.set_postfix(
                     mean_return=f"{mean_return:.1f}",
                     **shown,
-                    sps=f"{it * batch / (time.perf_counter() - start):,.0f}",
+                    sps=f"{(it - start_iteration) * batch / (time.perf_counter() - start):,.0f}",
                 )
                 if is_main:
                     save_json(curve, args)
+                if writer is not None:
+                    step = curve["env_steps"][-1]
+                    writer.add_scalar("Train/mean_reward", mean_return, step)
+                    writer.add_scalar("Train/mean_episode_length", curve["mean_episode_length"][-1], step)
+                    writer.add_scalar(
+                        "Perf/total_fps", (it - start_iteration) * batch / (time.perf_counter() - start), step
+                    )
+                    for name in terms.names:
+                        writer.add_scalar(f"Episode_Reward/{name}", curve[name][-1], step)
             ep_return_sum.zero_()
             ep_count.zero_()
             ep_length_sum.zero_()
-            terms.sums.zero_()
-            terms.count.zero_()
+            for t in (terms.sums, terms.count, terms.step_means, terms.reset_steps):
+                t.zero_()
+        if args.save_every > 0 and it % args.save_every == 0 and it != iterations:
+            checkpoint(it)
         if args.time_limit_s and time.perf_counter() - start > args.time_limit_s:
             break  # under torchrun every rank must stop together: give all ranks the same limit
     elapsed = time.perf_counter() - start
+    checkpoint(it)
+    if writer is not None:
+        writer.close()
     if is_main and args.render_gif:
         render_policy(env, agent, low, high, args)
     env.close()
@@ -565,7 +731,7 @@ def train(args: Args) -> dict[str, list[float]]:
     parts = split.summary()
     curve["is_main"] = [float(is_main)]
     curve["split"] = [parts["rollout_ms"], parts["update_ms"]]
-    curve["timing"] = [warmup_s, elapsed, it * batch * share.world_size / elapsed]
+    curve["timing"] = [warmup_s, elapsed, (it - start_iteration) * batch * share.world_size / elapsed]
     if is_main:
         print(
             f"\n{args.env_id} x{args.num_envs}: update graph {capture}, compile {args.compile}: "
@@ -635,6 +801,9 @@ def save_json(curve: dict[str, list[float]], args: Args) -> Path:
         "task": args.env_id,
         "num_envs": args.num_envs,
         "budget_s": args.time_limit_s,
+        "model_xml": args.model_xml or None,
+        "metric": "track_* and the reward terms: mjlab's Episode_Reward/<term> (mean over the steps with resets "
+        "of the reset rows' mean episode sum / configured episode length in seconds)",
         "args": dataclasses.asdict(args),
         "rows": rows,
         "curve": curve,

@@ -161,3 +161,23 @@ class Recorder(VectorWrapper):
         final = info.get("final_obs", obs)
         self.steps.append((obs.clone(), reward.clone(), terminated.clone(), truncated.clone(), final.clone()))
         return out
+
+
+PPO_ENV_ID = "gym_graphreset/InvertedPendulum-v5"
+
+
+def ppo_args(ppo: ModuleType, folder: Path, *extra: str) -> Any:
+    """A tiny PPO example run on InvertedPendulum (8 envs x 8 steps, 3 iterations), checkpoints in ``folder/ckpt``."""
+    argv = ["--env-id", PPO_ENV_ID, "--num-envs", "8", "--num-steps", "8", "--total-timesteps", str(8 * 8 * 3)]
+    argv += ["--device", "cpu", "--num-minibatches", "2", "--update-epochs", "1", "--log-every", "1"]
+    argv += ["--hidden-dims", "16,16", "--out", str(folder / "out"), "--save-dir", str(folder / "ckpt")]
+    return ppo.parse_args([*argv, *extra])
+
+
+@pytest.fixture(scope="session")
+def ppo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleType, Path]:
+    """Three PPO example iterations on the CPU, a checkpoint every 2 and at the end (and TensorBoard scalars)."""
+    ppo = load_example("ppo_continuous")
+    folder = tmp_path_factory.mktemp("ppo")
+    ppo.train(ppo_args(ppo, folder, "--save-every", "2", "--tensorboard-dir", str(folder / "tb")))
+    return ppo, folder

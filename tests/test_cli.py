@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,72 @@ def test_variant_values_are_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert main([*args, "--no-progress", "--out", str(tmp_path), "--variant", variant]) == 0
     assert seen[0] == {"n": 3, "scale": 0.5, "flat": True, "name": "go1"}
     assert [type(v) for v in seen[0].values()] == [int, float, bool, str]
+
+
+def test_play_prints_returns_and_writes_a_video_of_the_asked_worlds(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PPO example checkpoint on its own task: returns printed; a video of worlds 0 and 1 side by side."""
+    _, folder = ppo_run
+    video = tmp_path / "play.mp4"
+    argv = ["play", str(folder / "ckpt" / "model_3.pt"), "--steps", "5", "--worlds", "0,1", "--device", "cpu"]
+    assert main([*argv, "--video", str(video)]) == 0
+    out = capsys.readouterr().out
+    assert "gym_graphreset/InvertedPendulum-v5 x4, 5 steps of the deterministic policy" in out
+    assert "world 0:" in out and "world 1:" in out
+    if "no video" in out:
+        pytest.skip(f"no OpenGL context here: {out.splitlines()[0]}")
+    written = video if video.is_file() else video.with_suffix(".gif")
+    assert f"wrote {written} (6 frames of worlds [0, 1])" in out
+    if written.suffix == ".gif":
+        from PIL import Image
+
+        with Image.open(written) as gif:
+            assert gif.n_frames == 6 and gif.size == (2 * 320, 240)
+
+
+def test_play_without_video_and_on_another_env_width(
+    ppo_run: tuple[Any, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-video prints the returns only; a task of another observation width is refused by name."""
+    _, folder = ppo_run
+    ckpt = str(folder / "ckpt" / "model_3.pt")
+    assert main(["play", ckpt, "--steps", "3", "--no-video", "--device", "cpu"]) == 0
+    assert "wrote" not in capsys.readouterr().out
+    other = "gym_graphreset/InvertedDoublePendulum-v5"
+    assert main(["play", ckpt, "--env-id", other, "--steps", "2", "--device", "cpu"]) == 2
+    assert f"the checkpoint's policy reads 4 observation columns, {other} has 9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--worlds", "4"], "--worlds must be in [0, 4) (--num-envs), got '4'"),
+        (["--worlds", "a"], "--worlds must be comma-separated integers, got 'a'"),
+        (["--env-id", "nope/Nope-v0"], "--env-id must be a registered env id, got 'nope/Nope-v0'"),
+    ],
+)
+def test_play_refuses_bad_arguments_by_name(
+    ppo_run: tuple[Any, Path], extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, folder = ppo_run
+    assert main(["play", str(folder / "ckpt" / "model_3.pt"), "--device", "cpu", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_play_and_export_refuse_a_missing_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("play", "export"):
+        assert main([command, str(tmp_path / "none.pt")]) == 2
+        assert "`path` must be a checkpoint file" in capsys.readouterr().err
+
+
+def test_export_writes_and_checks_both_formats(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, folder = ppo_run
+    assert (
+        main(["export", str(folder / "ckpt" / "model_3.pt"), "--out", str(tmp_path), "--formats", "torchscript"]) == 0
+    )
+    assert f"wrote {tmp_path / 'policy.pt'} (checked with torch.jit" in capsys.readouterr().out
+    assert main(["export", str(folder / "ckpt" / "model_3.pt"), "--formats", "tflite"]) == 2
+    assert "--formats must be a comma-separated subset of onnx, torchscript, got 'tflite'" in capsys.readouterr().err

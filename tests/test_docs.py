@@ -27,15 +27,20 @@ def _blocks(page: Path, doctests: bool = False) -> list[str]:
 
 
 # sphinx-build with the optional extras' packages hidden, as on a machine with only the `docs` extra: an import
-# of one of them outside autodoc's mocks fails as if it were not installed.
+# of one of them outside autodoc's mocks fails as if it were not installed, and `importlib.util.find_spec` finds
+# none of them (as for a package that is not installed: torch probes for onnx that way when it is imported).
 DOCS_EXTRA_ONLY = """
-import importlib.abc, sys
+import importlib.abc, importlib.util, sys
 hidden = set(sys.argv[1].split(","))
 class Hide(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in hidden:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, Hide())
+_find_spec = importlib.util.find_spec
+def find_spec(name, package=None):
+    return None if name.split(".")[0] in hidden else _find_spec(name, package)
+importlib.util.find_spec = find_spec
 from sphinx.cmd.build import main
 sys.exit(main(sys.argv[2:]))
 """

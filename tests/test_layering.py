@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": BASE | {"wrappers"},
     "bench": BASE | {"testing", "envs", "envs.mjwarp", "envs.gym_mujoco", "envs.go1", "tasks"},
     "registration": {"envs", "envs.gym_mujoco", "envs.go1", "tasks"},
-    "cli": {"bench", "testing", "envs", "envs.mjwarp", "tasks", "registration"} | BASE,
+    "cli": {"bench", "testing", "envs", "envs.mjwarp", "tasks", "registration", "integrations"} | BASE,
     "__main__": {"cli"},
     "_moved": set(),
     "__init__": BASE | {"registration", "_moved"},

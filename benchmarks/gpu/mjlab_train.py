@@ -13,7 +13,8 @@ Each row of the JSON (rewritten after every iteration, so a killed run keeps its
 - ``env_steps``: env steps collected so far (iterations x ``num_steps_per_env`` x ``num_envs``);
 - ``track_lin_vel``: mjlab's ``Episode_Reward/track_linear_velocity``, the weighted, dt-scaled episode sum
   of the linear-velocity tracking term divided by the episode's maximum length in seconds, averaged over
-  the episodes that ended in the iteration (``None`` when none ended);
+  the rows that reset at a step, then (rsl_rl's logger) over the iteration's steps with resets (``None``
+  when none reset);
 - ``track_ang_vel``: the same for ``track_angular_velocity``;
 - ``episode_length``: rsl_rl's mean length (steps) of the last 100 finished episodes (``None`` before one ends);
 - ``mean_reward``, ``collect_s``, ``learn_s``, ``iteration``.

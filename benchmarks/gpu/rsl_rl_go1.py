@@ -1,26 +1,40 @@
 """rsl_rl's OnPolicyRunner on Go1-Velocity-Flat-v0 with mjlab's Go1 PPO settings, for a wall-clock budget.
 
-    python benchmarks/gpu/rsl_rl_go1.py --budget-s 120 --out "$OUT" \
+    python benchmarks/gpu/rsl_rl_go1.py --budget-s 120 --out "$OUT" --model-xml /path/to/mjlab/go1.xml \
         --reference benchmarks/results/h200-mjlab-train-Go1-4096.json
     python benchmarks/gpu/rsl_rl_go1.py --device cpu --num-envs 8 --budget-s 20 --out /tmp/go1
+    python benchmarks/gpu/rsl_rl_go1.py --algorithm finalobs --runner syncfree ...   # what the library adds
 
 The learning side is mjlab's (``Mjlab-Velocity-Flat-Unitree-Go1``'s ``tasks/velocity/config/go1/rl_cfg.py``
 in mjlab 1.6, copied in :func:`mjlab_go1_cfg`): 512-256-128 ELU actor and critic, normalised observations,
 initial std 1, 24 steps per env, 5 epochs of 4 minibatches, lr 1e-3 with the adaptive KL schedule (target
 0.01), entropy 0.01, gamma 0.99, lambda 0.95, clip 0.2, max grad norm 1, random initial episode lengths.
+By default the learner is stock rsl_rl, as mjlab runs it: ``PPO`` (``--algorithm ppo``) and
+``OnPolicyRunner`` (``--runner stock``, with its per-step NaN check). ``--algorithm finalobs`` picks
+:class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` (time-outs bootstrapped from the true final
+observation), ``--runner syncfree`` :class:`~gym_graphreset.integrations.rsl_rl.SyncFreeOnPolicyRunner`.
 The env side is the library's: the task under the whole-step CUDA graph (``--preset step_graph``), through
-:class:`~gym_graphreset.integrations.rsl_rl.RslRlVecEnv`, trained by
-:class:`~gym_graphreset.integrations.rsl_rl.SyncFreeOnPolicyRunner` with
-:class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` (``--stock``: rsl_rl's ``OnPolicyRunner`` and ``PPO``).
+:class:`~gym_graphreset.integrations.rsl_rl.RslRlVecEnv`; ``--model-xml`` builds it on another Go1 MJCF
+(mjlab's ``go1.xml``; default: the library's primitive-geom model).
 
 The JSON (``<out>/<name>``, rewritten after every iteration) has the rows of ``benchmarks/gpu/mjlab_train.py``
 (:func:`gym_graphreset.bench.plotting.load_training_curve`): ``wall_s`` since the training loop started (as for
 mjlab, the env is built, its kernels compiled and its step captured before it: ``setup_s``), ``env_steps``,
-``track_lin_vel`` / ``track_ang_vel`` (mjlab's ``Episode_Reward/track_linear_velocity`` /
-``track_angular_velocity``: the weighted, dt-scaled episode sum over the maximum episode length in seconds,
-averaged over the episodes that ended in the iteration; ``None`` when none did), ``episode_length`` and
-``mean_reward`` (the mean length and raw return of those episodes). With ``--reference`` (mjlab's JSON) a
-PNG of both curves against wall-clock time is written next to it.
+``track_lin_vel`` / ``track_ang_vel``: mjlab's ``Episode_Reward/track_linear_velocity`` /
+``track_angular_velocity`` computed as mjlab's env and rsl_rl's logger compute them (at each step with resets,
+the mean over the reset rows of the weighted, dt-scaled episode sum over the configured episode length in
+seconds; then the mean over the iteration's steps with resets; ``None`` when none reset), the same pooled
+over the iteration's finished episodes (``track_lin_vel_episodes``, ``track_ang_vel_episodes``: the figure
+this script reported before), ``episode_length`` and ``mean_reward`` (the mean length and raw return of
+those episodes). The record names the model (``model_xml``, its SHA-256), the learner and rsl-rl-lib's
+version. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
+
+Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
+config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
+``--save-every`` iterations and at the end; ``--resume PATH`` loads one (``OnPolicyRunner.load``) and goes
+on from its iteration. ``--log-dir`` is the runner's ``log_dir``: rsl_rl's logger writes TensorBoard
+scalars there (``Episode_Reward/<term>`` included: mjlab's tags) and, every ``save_interval`` (= ``--save-every``)
+iterations, its own ``model_<it>.pt``.
 """
 
 from __future__ import annotations
@@ -28,6 +42,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import hashlib
+import importlib.util
 import json
 import os
 import time
@@ -45,18 +61,24 @@ import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench.plotting import plot_training_curves
 from gym_graphreset.bench.runner import env_versions
-from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 
 
-def mjlab_go1_cfg(stock: bool = False) -> dict[str, Any]:
+ALGORITHMS = {"ppo": "PPO", "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO"}
+"""``--algorithm`` -> the rsl_rl algorithm class name."""
+RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
+"""``--runner`` -> the runner class."""
+
+
+def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True) -> dict[str, Any]:
     """mjlab 1.6's Go1 velocity PPO config (``tasks/velocity/config/go1/rl_cfg.py``) as an rsl_rl train config.
 
     The observation groups are the task's: the actor reads ``policy`` (mjlab calls it ``actor``), the
-    critic ``critic``. ``stock`` picks rsl_rl's ``PPO`` (``V(s_t)`` time-out bootstrap) and its per-step
-    NaN check instead of :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` and none.
+    critic ``critic``. ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)``
+    time-out bootstrap) as mjlab, or ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`.
+    ``check_for_nan``: rsl_rl's per-step NaN check (stock runner: on).
     """
     mlp = {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu", "obs_normalization": True}
     return {
@@ -70,7 +92,7 @@ def mjlab_go1_cfg(stock: bool = False) -> dict[str, Any]:
         },
         "critic": mlp,
         "algorithm": {
-            "class_name": "PPO" if stock else "gym_graphreset.integrations.rsl_rl:FinalObsPPO",
+            "class_name": ALGORITHMS[algorithm],
             "num_learning_epochs": 5,
             "num_mini_batches": 4,
             "learning_rate": 1e-3,
@@ -86,25 +108,8 @@ def mjlab_go1_cfg(stock: bool = False) -> dict[str, Any]:
             "normalize_advantage_per_mini_batch": False,
             "optimizer": "adam",
         },
-        "check_for_nan": stock,
+        "check_for_nan": check_for_nan,
     }
-
-
-class TermLoggingVecEnv(RslRlVecEnv):
-    """:class:`RslRlVecEnv` that also sums the task's reward terms per episode (on the device)."""
-
-    def __init__(self, env: FixedShapeAutoresetVectorEnv, *, seed: int | None = None) -> None:
-        super().__init__(env, seed=seed)
-        terms = RewardTermLog.for_env(env)
-        if terms is None:
-            raise ValueError(f"TermLoggingVecEnv needs the wrapped Go1 task ({ENV_ID}), got {env.env}")
-        self.terms = terms
-
-    def step(self, actions: torch.Tensor) -> Any:
-        """Step as :class:`RslRlVecEnv`, adding the step's reward terms to :attr:`terms` (no host read)."""
-        obs, rewards, dones, extras = super().step(actions)
-        self.terms.add(self.info, dones)
-        return obs, rewards, dones, extras
 
 
 def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> None:
@@ -129,7 +134,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42, help="mjlab's Go1 seed by default")
     p.add_argument("--max-episode-steps", type=int, default=None, help="the truncation horizon (default: 1000)")
     p.add_argument("--max-iterations", type=int, default=None, help="also stop after this many iterations")
-    p.add_argument("--stock", action="store_true", help="rsl_rl's OnPolicyRunner and PPO (V(s_t) bootstrap)")
+    p.add_argument(
+        "--algorithm",
+        choices=sorted(ALGORITHMS),
+        default="ppo",
+        help="rsl_rl's PPO (default, as mjlab) or FinalObsPPO (time-outs bootstrapped from the final observation)",
+    )
+    p.add_argument(
+        "--runner",
+        choices=sorted(RUNNERS),
+        default="stock",
+        help="rsl_rl's OnPolicyRunner (default, as mjlab) or SyncFreeOnPolicyRunner (no host read per rollout step)",
+    )
+    p.add_argument(
+        "--model-xml",
+        type=Path,
+        default=None,
+        help="a Go1 MJCF with mjlab's names, e.g. mjlab's go1.xml (default: the library's primitive-geom model)",
+    )
+    p.add_argument("--save-dir", type=Path, default=None, help="rsl_rl checkpoints (model_<it>.pt) here")
+    p.add_argument("--save-every", type=int, default=50, help="iterations between checkpoints (default: 50, mjlab's)")
+    p.add_argument("--resume", type=Path, default=None, help="an rsl_rl checkpoint to continue from")
+    p.add_argument("--log-dir", type=Path, default=None, help="the runner's log_dir: rsl_rl's TensorBoard scalars")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")), help="output folder ($OUT)")
     p.add_argument("--name", default="rsl_rl_go1.json", help="JSON file name")
     p.add_argument("--reference", type=Path, default=None, help="mjlab's training-curve JSON, to plot against")
@@ -142,6 +168,17 @@ def _versions() -> dict[str, str]:
     with contextlib.suppress(metadata.PackageNotFoundError):
         versions["rsl-rl-lib"] = metadata.version("rsl-rl-lib")
     return versions
+
+
+def _model(path: Path | None) -> dict[str, Any]:
+    """Which robot model: the MJCF path and its SHA-256, or the library's own."""
+    if path is None:
+        return {"model_xml": None, "model": "the library's primitive-geom Go1 (gym_graphreset/envs/go1/assets)"}
+    return {"model_xml": str(path), "model_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+class Stop(Exception):
+    """Raised from the runner's per-iteration log call once the budget or ``--max-iterations`` is spent."""
 
 
 def _write(path: Path, record: dict[str, Any]) -> None:
@@ -164,34 +201,66 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--max-episode-steps must be >= 1, got {args.max_episode_steps}")
     if args.reference is not None and not args.reference.is_file():
         parser.error(f"--reference must be an existing training-curve JSON, got {args.reference}")
+    if args.model_xml is not None and not args.model_xml.is_file():
+        parser.error(f"--model-xml must be an MJCF file, got {args.model_xml}")
+    if args.resume is not None and not args.resume.is_file():
+        parser.error(f"--resume must be an rsl_rl checkpoint file, got {args.resume}")
+    if args.save_every < 1:
+        parser.error(f"--save-every must be >= 1, got {args.save_every}")
+    if args.log_dir is not None and importlib.util.find_spec("tensorboard") is None:
+        print(f"tensorboard is not installed (pip install tensorboard): no rsl_rl log in {args.log_dir}")
+        args.log_dir = None
     preset = args.preset or ("step_graph" if args.device.startswith("cuda") else "masked_persistent")
 
     torch.manual_seed(args.seed)
-    cfg = mjlab_go1_cfg(args.stock)
+    runner_class = RUNNERS[args.runner]
+    cfg = mjlab_go1_cfg(args.algorithm, check_for_nan=args.runner == "stock")
+    cfg["save_interval"] = args.save_every
     recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
     setup_start = time.perf_counter()
-    horizon = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
-    inner = gym.make_vec(ENV_ID, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **horizon)
+    env_kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
+    if args.model_xml is not None:
+        env_kwargs["model_xml"] = str(args.model_xml)
+    inner = gym.make_vec(
+        ENV_ID, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
+    )
     wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
     warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
-    env = TermLoggingVecEnv(wrapped, seed=args.seed)  # the training's first reset
-    runner_class = OnPolicyRunner if args.stock else SyncFreeOnPolicyRunner
-    runner = runner_class(env, cfg, log_dir=None, device=args.device)
+    # the training's first reset; mjlab's Episode_Reward/<term> in extras["log"] once per iteration
+    env = RslRlVecEnv(wrapped, seed=args.seed, episode_reward_every=cfg["num_steps_per_env"])
+    terms = env.reward_terms
+    assert terms is not None  # the Go1 task reports its reward terms
+    log_dir = None if args.log_dir is None else str(args.log_dir)
+    runner = runner_class(env, cfg, log_dir=log_dir, device=args.device)
+    infos = {"env_id": ENV_ID, "env_kwargs": env_kwargs, "rl_cfg": recorded_cfg}
+    if args.resume is not None:
+        runner.load(str(args.resume), map_location=args.device)
+        print(f"resumed from {args.resume} (iteration {runner.current_learning_iteration})")
+    first_it = runner.current_learning_iteration
     stats = wrapped.reset_terms["episode"]
     steps_per_iteration = cfg["num_steps_per_env"] * args.num_envs
     record: dict[str, Any] = {
-        "trainer": f"rsl_rl {runner_class.__name__} through gym_graphreset.integrations.rsl_rl (mjlab's Go1 PPO)",
+        "trainer": f"rsl_rl {runner_class.__name__} + {cfg['algorithm']['class_name']} through "
+        "gym_graphreset.integrations.rsl_rl (mjlab's Go1 PPO)",
         "task": ENV_ID,
+        **_model(args.model_xml),
+        "algorithm": args.algorithm,
+        "runner": args.runner,
+        "rsl_rl_lib": _versions().get("rsl-rl-lib"),
         "num_envs": args.num_envs,
         "device": args.device,
         "preset": preset,
         "budget_s": args.budget_s,
+        "resumed_from": None if args.resume is None else str(args.resume),
         "versions": _versions(),
         "rl_cfg": recorded_cfg,
         "fields": {
             "wall_s": "seconds since the training loop started",
-            "track_lin_vel": "Episode_Reward/track_linear_velocity over the iteration's finished episodes",
-            "track_ang_vel": "Episode_Reward/track_angular_velocity over the iteration's finished episodes",
+            "track_lin_vel": "Episode_Reward/track_linear_velocity, mjlab's definition: the mean over the iteration's "
+            "steps with resets of the reset rows' mean (episode sum / configured episode length in s)",
+            "track_ang_vel": "Episode_Reward/track_angular_velocity, the same definition",
+            "track_lin_vel_episodes": "the same sums pooled over the iteration's finished episodes",
+            "track_ang_vel_episodes": "the same sums pooled over the iteration's finished episodes",
             "episode_length": "mean length (steps) of the iteration's finished episodes",
             "mean_reward": "mean raw return of the iteration's finished episodes",
         },
@@ -201,39 +270,68 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / args.name
     bar = tqdm(total=int(args.budget_s), desc="Go1 rsl_rl", unit="s")
-    start = time.perf_counter()
-    it = 0
-    while True:
-        runner.learn(1, init_at_random_ep_len=it == 0)
-        summary = stats.summary()  # one host read each
-        terms = env.terms.summary()
+
+    def save(it: int) -> None:
+        if args.save_dir is not None:
+            args.save_dir.mkdir(parents=True, exist_ok=True)
+            runner.save(str(args.save_dir / f"model_{it}.pt"), infos=infos)
+
+    log = runner.logger.log
+
+    def log_and_record(*a: Any, **kw: Any) -> None:
+        """rsl_rl's per-iteration log, then this script's row (one host read each summary)."""
+        log(*a, **kw)
+        it = kw["it"]
+        summary = stats.summary()
+        mjlab = {k: v.item() for k, v in env.episode_reward.items()}  # set at the iteration's last step
+        pooled = terms.summary(over="episodes")
         wall = time.perf_counter() - start
         ended = summary["episodes"] > 0
+
+        def value(x: float | None) -> float | None:
+            return None if x is None or x != x else x  # NaN: no row reset in the iteration
+
         row = {
             "iteration": it,
             "wall_s": wall,
             "env_steps": (it + 1) * steps_per_iteration,
-            "track_lin_vel": terms["track_linear_velocity"],
-            "track_ang_vel": terms["track_angular_velocity"],
+            "track_lin_vel": value(mjlab.get("Episode_Reward/track_linear_velocity")),
+            "track_ang_vel": value(mjlab.get("Episode_Reward/track_angular_velocity")),
+            "track_lin_vel_episodes": pooled["track_linear_velocity"],
+            "track_ang_vel_episodes": pooled["track_angular_velocity"],
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],
         }
         record["rows"].append(row)
         _write(path, record)
-        it += 1
+        done = it + 1 - first_it
         bar.update(min(int(wall), int(args.budget_s)) - bar.n)
-        bar.set_postfix(track_lin=row["track_lin_vel"], len=row["episode_length"], it=it)
-        if wall >= args.budget_s or (args.max_iterations is not None and it >= args.max_iterations):
+        bar.set_postfix(track_lin=row["track_lin_vel"], len=row["episode_length"], it=it + 1)
+        if (it + 1) % args.save_every == 0:
+            save(it)
+        if wall >= args.budget_s or (args.max_iterations is not None and done >= args.max_iterations):
             record["stopped"] = "budget" if wall >= args.budget_s else "max_iterations"
-            break
+            record["last_iteration"] = it
+            raise Stop
+
+    runner.logger.log = log_and_record  # type: ignore[method-assign]
+    start = time.perf_counter()
+    with contextlib.suppress(Stop):
+        runner.learn(args.max_iterations or 10**9, init_at_random_ep_len=True)
     bar.close()
+    record.setdefault("stopped", "max_iterations")
+    it = len(record["rows"])
     record["train_s"] = time.perf_counter() - start
     record["env_steps_per_s"] = it * steps_per_iteration / record["train_s"]
     _write(path, record)
+    save(record.get("last_iteration", runner.current_learning_iteration))
+    if runner.logger.writer is not None and hasattr(runner.logger.writer, "close"):
+        runner.logger.writer.close()
     last = record["rows"][-1]
     print(
-        f"rsl_rl Go1 x{args.num_envs} ({preset}): {it} iterations, {last['env_steps']:,} env steps in "
+        f"rsl_rl Go1 x{args.num_envs} ({preset}, {args.runner} runner, {args.algorithm}): {it} iterations, "
+        f"{last['env_steps']:,} env steps in "
         f"{record['train_s']:.1f} s ({record['env_steps_per_s']:,.0f}/s, stopped: {record['stopped']}); "
         f"last track_lin_vel {last['track_lin_vel']}, episode_length {last['episode_length']}; wrote {path}"
     )

@@ -134,7 +134,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             "published_buffer_depth": published_buffer_depth,
             "validation_poll_interval": validation_poll_interval,
         }
-        if given := {k: v for k, v in runtime.items() if v is not None}:
+        given: dict[str, Any] = {k: v for k, v in runtime.items() if v is not None}
+        if given:
             cfg = dataclasses.replace(cfg, **given)
         super().__init__(env)
         self._guard = CallGuard()
@@ -409,7 +410,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         with self._guard.enter(f"step() {self.host_step + 1}" if self._guard.idle else "step()"):
             return self._guarded_step(actions)
 
-    def _guarded_step(self, actions: torch.Tensor) -> StepOut:
+    def _guarded_step(self, actions: torch.Tensor | np.ndarray) -> StepOut:
         self._check_open("step")
         if self._failed is not None:
             raise DeferredValidationError(self._failed.failures, self._failed.window)

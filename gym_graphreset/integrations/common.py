@@ -6,8 +6,9 @@ whole-step graph), whatever trainer sits on top.
 
 from __future__ import annotations
 
+import math
 import sys
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
@@ -183,9 +184,12 @@ class EpisodeLog:
 class RewardTermLog:
     """Per-term episode sums of an env that reports ``info["reward_terms"]`` (the Go1 task), on the device.
 
-    Summarised as mjlab's ``Episode_Reward/<term>``: the mean, over the episodes that ended, of each
-    weighted, dt-scaled term's episode sum divided by the maximum episode length in seconds. ``add`` makes
-    no host read; :meth:`summary` makes one.
+    Summarised as mjlab's ``Episode_Reward/<term>``: each weighted, dt-scaled term's episode sum divided by
+    the **configured** maximum episode length in seconds (not the episode's own length). mjlab logs, at every
+    step where some rows reset, the mean of that over the rows that reset, and rsl_rl's logger averages those
+    per-step values over the steps of an iteration that had resets: :meth:`summary`'s default (``over="steps"``)
+    is that. ``over="episodes"`` pools every finished episode instead (a step where many rows reset weighs
+    more). ``add`` makes no host read; :meth:`summary` makes one.
 
     Args:
         names: The terms, in the order of ``info["reward_terms"]``'s columns.
@@ -203,6 +207,10 @@ class RewardTermLog:
             self.running = torch.zeros(num_envs, len(names), device=device)
             self.sums = torch.zeros(len(names), device=device)
             self.count = torch.zeros((), device=device)
+            self.step_means = torch.zeros(len(names), device=device)
+            """Sum, over the steps with resets, of each term's mean episode sum over that step's reset rows."""
+            self.reset_steps = torch.zeros((), device=device)
+            """Steps with at least one reset since the last clear."""
 
     @classmethod
     def for_env(cls, env: VectorEnv) -> RewardTermLog | None:
@@ -224,17 +232,43 @@ class RewardTermLog:
             return
         ended = done.reshape(-1, 1).to(self.running.dtype)
         self.running += info["reward_terms"]
-        self.sums += (self.running * ended).sum(dim=0)
-        self.count += ended.sum()
+        finished = (self.running * ended).sum(dim=0)
+        n = ended.sum()
+        self.sums += finished
+        self.count += n
+        self.step_means += finished / n.clamp(min=1.0)  # zero on a step without resets
+        self.reset_steps += (n > 0).to(self.reset_steps.dtype)
         self.running *= 1.0 - ended
 
-    def summary(self, clear: bool = True) -> dict[str, float | None]:
-        """Each term's mean episode sum per second of maximum episode (``None`` when no episode ended).
+    def mjlab_means(self, clear: bool = True) -> torch.Tensor:
+        """``(len(names),)`` mjlab's ``Episode_Reward/<term>`` since the last clear, on the device (no host read).
 
-        One host read; ``clear`` zeroes the totals (so the next summary covers the episodes after this one).
+        The mean over the steps with resets of each step's mean over its reset rows, divided by the episode
+        seconds; NaN where no row reset. ``clear`` zeroes these accumulators (not :meth:`summary`'s pooled ones).
         """
-        count, *sums = torch.cat((self.count.reshape(1), self.sums)).tolist()
+        means = torch.where(
+            self.reset_steps > 0, self.step_means / self.reset_steps.clamp(min=1.0) / self.episode_seconds, math.nan
+        )
         if clear:
-            self.sums.zero_()
-            self.count.zero_()
+            self.step_means.zero_()
+            self.reset_steps.zero_()
+        return means
+
+    def summary(self, clear: bool = True, over: Literal["steps", "episodes"] = "steps") -> dict[str, float | None]:
+        """Each term's episode sum per second of maximum episode (``None`` when no episode ended).
+
+        ``over="steps"``: mjlab's aggregation (see the class docstring); ``"episodes"``: the mean over every
+        finished episode. One host read; ``clear`` zeroes every total (so the next summary covers the
+        episodes after this one).
+
+        Raises:
+            ValueError: ``over`` is neither.
+        """
+        if over not in ("steps", "episodes"):
+            raise ValueError(f"`over` must be 'steps' or 'episodes', got {over!r}")
+        total, steps = (self.count, self.sums) if over == "episodes" else (self.reset_steps, self.step_means)
+        count, *sums = torch.cat((total.reshape(1), steps)).tolist()
+        if clear:
+            for t in (self.sums, self.count, self.step_means, self.reset_steps):
+                t.zero_()
         return {n: (s / count / self.episode_seconds if count else None) for n, s in zip(self.names, sums, strict=True)}

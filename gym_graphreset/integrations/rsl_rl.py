@@ -5,8 +5,10 @@
   groups of the last observation of every episode that ended (valid on done rows), for time-out
   bootstrapping; ``episode_length_buf``, a writable view of the env's step counter, so
   ``runner.learn(..., init_at_random_ep_len=True)`` really starts episodes at random lengths;
-  ``extras["log"]``, the mean return and length of the episodes that ended, as 0-d device tensors. Its
-  ``step`` makes no host read (on the masked presets and the whole-step graph).
+  ``extras["log"]``, the mean return and length of the episodes that ended, as 0-d device tensors, and
+  with ``episode_reward_every`` (for a task with ``info["reward_terms"]``, Go1) mjlab's
+  ``Episode_Reward/<term>`` (:func:`episode_reward_extras`). Its ``step`` makes no host read (on the
+  masked presets and the whole-step graph).
 - :class:`FinalObsPPO`: rsl_rl's PPO, bootstrapping time-outs from the value of the **final**
   observation, ``r + gamma * V(s_final)``, where stock PPO uses ``V(s_t)``, the observation before the
   step. Select it in the runner config: ``cfg["algorithm"]["class_name"] =
@@ -39,12 +41,28 @@ from gym_graphreset.core.inputs import env_device
 from gym_graphreset.integrations.common import (
     EpisodeClock,
     EpisodeLog,
+    RewardTermLog,
     check_same_step,
     episode_clock,
     observation_groups,
 )
 
-__all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner"]
+__all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner", "episode_reward_extras"]
+
+
+def episode_reward_extras(log: RewardTermLog, clear: bool = True) -> dict[str, torch.Tensor]:
+    """The ``Episode_Reward/<term>`` entries of mjlab for ``extras["log"]``, from a reward-term log.
+
+    ``log`` is a :class:`~gym_graphreset.integrations.common.RewardTermLog`.
+
+    Each is a 0-d device tensor: the mean, over the steps with resets since the last clear, of that step's
+    mean over its reset rows of the term's weighted, dt-scaled episode sum divided by the configured episode
+    length in seconds (:meth:`~gym_graphreset.integrations.common.RewardTermLog.mjlab_means`); NaN when no
+    row reset. rsl_rl's logger averages the values it is handed in an iteration, so handing it one such value
+    per iteration (at its last step) logs exactly what mjlab's env and logger log together. No host read.
+    """
+    means = log.mjlab_means(clear=clear)
+    return {f"Episode_Reward/{name}": means[i] for i, name in enumerate(log.names)}
 
 
 class RslRlVecEnv(VecEnv):
@@ -59,10 +77,37 @@ class RslRlVecEnv(VecEnv):
         max_episode_length: The horizon rsl_rl reads; default the env's ``max_episode_steps`` (its
             :class:`~gym_graphreset.integrations.common.EpisodeClock`), which a value given must equal.
             Required when the env has none.
+        episode_reward_every: Every this many steps, ``extras["log"]`` also carries mjlab's
+            ``Episode_Reward/<term>`` over those steps (:func:`episode_reward_extras`). Set it to the runner's
+            ``num_steps_per_env``: each logged iteration then gets mjlab's value of that iteration. Needs a
+            task with reward terms (Go1, wrapped in :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv`).
+
+    Attributes:
+        reward_terms: The per-term episode sums (a :class:`~gym_graphreset.integrations.common.RewardTermLog`)
+            when ``episode_reward_every`` is set, else ``None``.
+        episode_reward: The ``Episode_Reward/<term>`` entries last put in ``extras["log"]`` (empty before).
     """
 
-    def __init__(self, env: VectorEnv, *, seed: int | None = None, max_episode_length: int | None = None) -> None:
+    def __init__(
+        self,
+        env: VectorEnv,
+        *,
+        seed: int | None = None,
+        max_episode_length: int | None = None,
+        episode_reward_every: int | None = None,
+    ) -> None:
         check_same_step(env, "RslRlVecEnv", min_ring_depth=2)  # PPO stores obs(t) after step t+1
+        if episode_reward_every is not None and episode_reward_every < 1:
+            raise ValueError(f"`episode_reward_every` must be None or >= 1, got {episode_reward_every!r}")
+        self.reward_terms = RewardTermLog.for_env(env) if episode_reward_every is not None else None
+        if episode_reward_every is not None and self.reward_terms is None:
+            raise ValueError(
+                "`episode_reward_every` needs a task that reports info['reward_terms'] (Go1-Velocity-Flat-v0 in "
+                f"FixedShapeAutoresetVectorEnv), got {type(env).__name__}"
+            )
+        self.episode_reward_every = episode_reward_every
+        self.episode_reward: dict[str, torch.Tensor] = {}
+        self._steps = 0
         space = env.single_action_space
         if not isinstance(space, gym.spaces.Box):
             raise ValueError(f"RslRlVecEnv needs a Box action space (rsl_rl's policies are continuous), got {space}")
@@ -132,6 +177,12 @@ class RslRlVecEnv(VecEnv):
             "final_obs": final,
             "log": self.log.update(reward, dones, info),
         }
+        if self.reward_terms is not None and self.episode_reward_every is not None:
+            self.reward_terms.add(info, dones)
+            self._steps += 1  # a Python counter: no host read
+            if self._steps % self.episode_reward_every == 0:
+                self.episode_reward = episode_reward_extras(self.reward_terms)
+                extras["log"] |= self.episode_reward
         return self._obs, reward, dones, extras
 
     def close(self) -> None:

@@ -299,3 +299,27 @@ def test_ring_depth_is_checked_behind_pass_through_wrappers() -> None:
         RslRlVecEnv(_Opaque(shallow), max_episode_length=8)
     deep = FixedShapeAutoresetVectorEnv(scripted_env(N, 8), "masked_persistent", published_buffer_depth=2)
     RslRlVecEnv(Recorder(deep), max_episode_length=8)
+
+
+def test_load_policy_reads_rsl_rls_checkpoint_as_its_inference_policy(tmp_path: Path) -> None:
+    """runner.save's file -> export.load_policy: the actor's deterministic output, normaliser folded in."""
+    from gym_graphreset.integrations.export import check_export, export_torchscript, load_policy
+
+    torch.manual_seed(0)
+    env = RslRlVecEnv(scripted("masked_persistent"), seed=0, max_episode_length=64)
+    cfg = train_cfg()
+    cfg["actor"] |= {"obs_normalization": True, "activation": "tanh"}
+    runner = OnPolicyRunner(env, copy.deepcopy(cfg), log_dir=None, device="cpu")
+    runner.learn(2)  # moves the normaliser's statistics away from (0, 1)
+    runner.save(str(tmp_path / "model.pt"), infos={"env_id": "scripted", "rl_cfg": cfg})
+    policy = load_policy(tmp_path / "model.pt")
+    assert policy.source.kind == "rsl_rl" and policy.source.env_id == "scripted"
+    obs = env.get_observations()
+    with torch.inference_mode():
+        expected = runner.get_inference_policy()(copy.copy(obs))
+    with torch.no_grad():
+        torch.testing.assert_close(policy(obs["policy"]), expected)
+    check = check_export(policy, export_torchscript(policy, tmp_path / "policy.pt"))
+    assert check.max_abs_diff is not None and check.max_abs_diff < 1e-5
+    with pytest.raises(ValueError, match=re.escape("`activation` must be one of")):
+        load_policy(tmp_path / "model.pt", activation="swoosh")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -16,6 +17,8 @@ pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra"
 
 from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.integrations.common import RewardTermLog
+from gym_graphreset.integrations.export import load_policy
+from gym_graphreset.integrations.rsl_rl import episode_reward_extras
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "benchmarks" / "results" / "h200-mjlab-train-Go1-4096.json"
@@ -43,8 +46,11 @@ def test_cfg_matches_mjlabs_recorded_go1_config(script: ModuleType) -> None:
     for key, value in mjlab["algorithm"].items():
         if key not in ("class_name", "share_cnn_encoders"):  # FinalObsPPO is PPO; no CNN here
             assert ours["algorithm"][key] == value, key
-    assert ours["algorithm"]["class_name"] == "gym_graphreset.integrations.rsl_rl:FinalObsPPO"
-    assert script.mjlab_go1_cfg(stock=True)["algorithm"]["class_name"] == "PPO"
+    assert ours["algorithm"]["class_name"] == mjlab["algorithm"]["class_name"] == "PPO"  # stock, as mjlab
+    assert ours["check_for_nan"] is True  # the stock runner's per-step check, as mjlab
+    finalobs = script.mjlab_go1_cfg("finalobs", check_for_nan=False)
+    assert finalobs["algorithm"]["class_name"] == "gym_graphreset.integrations.rsl_rl:FinalObsPPO"
+    assert finalobs["check_for_nan"] is False
 
 
 def test_reward_term_log_sums_each_finished_episode() -> None:
@@ -64,6 +70,34 @@ def test_reward_term_log_sums_each_finished_episode() -> None:
     assert log.summary() == {"a": pytest.approx((5 + 2) / 2 / 2.0), "b": pytest.approx((1 + 2) / 2 / 2.0)}
 
 
+def test_mjlab_aggregation_is_the_mean_over_steps_with_resets() -> None:
+    """mjlab logs each reset step's mean over its reset rows; rsl_rl averages those steps: not the pooled mean."""
+    log = RewardTermLog(("a",), episode_seconds=2.0, num_envs=3, device=torch.device("cpu"))
+    log.add({"reward_terms": torch.tensor([[2.0], [4.0], [6.0]])}, torch.tensor([True, True, False]))
+    log.add({"reward_terms": torch.zeros(3, 1)}, torch.tensor([False, False, False]))  # no reset: not a sample
+    log.add({"reward_terms": torch.tensor([[0.0], [0.0], [2.0]])}, torch.tensor([False, False, True]))
+    # reset steps: 1 (rows 0, 1: sums 2, 4 -> mean 3) and 3 (row 2: sum 8); per second of the horizon
+    steps = (3 / 2.0 + 8 / 2.0) / 2
+    episodes = (2 + 4 + 8) / 3 / 2.0
+    assert steps != pytest.approx(episodes)
+    torch.testing.assert_close(log.mjlab_means(clear=False), torch.tensor([steps]))
+    extras = episode_reward_extras(log)
+    assert list(extras) == ["Episode_Reward/a"] and extras["Episode_Reward/a"].shape == ()
+    assert float(extras["Episode_Reward/a"]) == pytest.approx(steps)
+    assert torch.isnan(log.mjlab_means()).all()  # extras cleared the per-step sums; no reset since
+    assert log.summary(over="episodes") == {"a": pytest.approx(episodes)}  # the pooled totals are kept
+
+
+def test_summary_aggregations_and_bad_over() -> None:
+    log = RewardTermLog(("a",), episode_seconds=1.0, num_envs=2, device=torch.device("cpu"))
+    log.add({"reward_terms": torch.tensor([[1.0], [3.0]])}, torch.tensor([True, True]))
+    log.add({"reward_terms": torch.tensor([[5.0], [0.0]])}, torch.tensor([True, False]))
+    assert log.summary(clear=False) == {"a": pytest.approx((2 + 5) / 2)}
+    assert log.summary(over="episodes") == {"a": pytest.approx((1 + 3 + 5) / 3)}
+    with pytest.raises(ValueError, match=re.escape("`over` must be 'steps' or 'episodes', got 'rows'")):
+        log.summary(over="rows")  # type: ignore[arg-type]
+
+
 def test_reward_term_log_refuses_a_non_positive_horizon() -> None:
     """A zero episode length is refused by name."""
     with pytest.raises(ValueError, match="episode_seconds"):
@@ -76,6 +110,7 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
     num_envs, horizon = 8, 10
     argv = ["--device", "cpu", "--num-envs", str(num_envs), "--budget-s", "1", "--max-iterations", "1"]
     argv += ["--max-episode-steps", str(horizon), "--out", str(tmp_path), "--reference", str(REFERENCE)]
+    argv += ["--save-dir", str(tmp_path / "ckpt"), "--log-dir", str(tmp_path / "tb")]
     assert script.main(argv) == 0
     path = tmp_path / "rsl_rl_go1.json"
     rows = load_training_curve(path)
@@ -86,8 +121,28 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
     assert 1 <= row["episode_length"] <= horizon
     for key in ("track_lin_vel", "track_ang_vel"):  # weight 2 x exp(...) <= 2 per second of the horizon
         assert 0 < row[key] <= 2.0, key
+        assert 0 < row[f"{key}_episodes"] <= 2.0, key
     record = json.loads(path.read_text())
     assert record["stopped"] in ("budget", "max_iterations") and record["preset"] == "masked_persistent"
+    assert (record["algorithm"], record["runner"], record["model_xml"]) == ("ppo", "stock", None)
+    assert record["rsl_rl_lib"] == record["versions"]["rsl-rl-lib"]
+    if importlib.util.find_spec("tensorboard") is not None:  # rsl_rl's own logger, with mjlab's tags
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        events = EventAccumulator(str(tmp_path / "tb"))
+        events.Reload()
+        (logged,) = events.Scalars("Episode_Reward/track_linear_velocity")
+        assert logged.value == pytest.approx(row["track_lin_vel"], rel=1e-5)
+    # rsl_rl's checkpoint: play/export rebuild its actor from infos; the runner resumes from it
+    ckpt = tmp_path / "ckpt" / "model_0.pt"
+    saved = torch.load(ckpt, weights_only=False)
+    assert saved["infos"]["env_id"] == "gym_graphreset/Go1-Velocity-Flat-v0" and saved["iter"] == 0
+    policy = load_policy(ckpt)
+    assert (policy.obs_dim, policy.act_dim, policy.source.obs_groups) == (48, 12, ("policy",))
+    resumed = ["--resume", str(ckpt), "--name", "resumed.json", "--save-dir", str(tmp_path / "ckpt2")]
+    assert script.main([*argv[:-4], *resumed]) == 0
+    record = json.loads((tmp_path / "resumed.json").read_text())
+    assert record["resumed_from"] == str(ckpt) and record["rows"][0]["iteration"] == 0  # rsl_rl resumes at `iter`
     if importlib.util.find_spec("matplotlib") is not None:
         assert path.with_suffix(".png").is_file()
 

@@ -5,11 +5,12 @@ The batched state stays on the device; each frame is drawn by
 render), so render after training (or in a separate evaluation loop), never inside a timed one. For
 Gymnasium's video recorders, build the env with ``render_mode="rgb_array"`` instead (:doc:`/mjwarp`).
 :func:`render_frames` raises :class:`RenderUnavailable` when no OpenGL context can be made.
+:func:`save_video` writes an MP4 where an encoder is installed, else a GIF.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,15 @@ from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 from gym_graphreset.envs.mjwarp.frames import RenderUnavailable as RenderUnavailable
 from gym_graphreset.envs.mjwarp.frames import WorldRenderer
 
-__all__ = ["MAX_FRAME_SIZE", "MAX_GIF_FPS", "RenderUnavailable", "render_frames", "save_gif"]
+__all__ = [
+    "MAX_FRAME_SIZE",
+    "MAX_GIF_FPS",
+    "RenderUnavailable",
+    "WorldsView",
+    "render_frames",
+    "save_gif",
+    "save_video",
+]
 
 MAX_FRAME_SIZE = 8192
 """The largest frame width or height, in pixels (an offscreen buffer of that size is made for the frames)."""
@@ -45,6 +54,58 @@ def _check_positive(name: str, value: Any, high: float | None = None) -> float:
 
 Policy = Callable[[Any], torch.Tensor]
 """Maps the env's batched observation to a batched action (e.g. a trained actor's mean action)."""
+
+
+class WorldsView:
+    """Offscreen frames of some worlds of a MuJoCo Warp env, as they are now, side by side in one image.
+
+    Use it as a context manager (it owns an OpenGL context); each :meth:`frame` reads those worlds' ``qpos``
+    (one host read per world) and renders each with a free camera aimed at the model's root body.
+
+    Args:
+        env: A MuJoCo Warp env or a wrapper around one.
+        worlds: The worlds to render, left to right.
+        width: Pixels per world.
+        height: Pixels.
+        distance: The camera's distance from the root body in metres.
+
+    Raises:
+        TypeError: ``env`` has no MuJoCo Warp env inside.
+        ValueError: a world is not one of the env's, ``worlds`` is empty, or a size is out of range.
+        RenderUnavailable: MuJoCo could not make an OpenGL context.
+    """
+
+    def __init__(
+        self, env: Any, worlds: Sequence[int], *, width: int = 320, height: int = 240, distance: float = 1.6
+    ) -> None:
+        physics = env.unwrapped
+        if not isinstance(physics, MJWarpVectorEnv):
+            raise TypeError(f"rendering needs a MuJoCo Warp env (or a wrapper of one), got {type(physics).__name__}")
+        worlds = list(worlds)
+        if not worlds:
+            raise ValueError("`worlds` must name at least one world, got none")
+        bad = [w for w in worlds if not 0 <= w < physics.num_envs]
+        if bad:
+            raise ValueError(f"`world` must be in [0, {physics.num_envs}), got {bad[0]}")
+        width = _check_int("width", width, 1, MAX_FRAME_SIZE)
+        height = _check_int("height", height, 1, MAX_FRAME_SIZE)
+        distance = _check_positive("distance", distance)
+        self.physics, self.worlds = physics, worlds
+        self.renderer = WorldRenderer(physics.mjm, width, height, distance)
+
+    def frame(self) -> np.ndarray:
+        """``(height, width * len(worlds), 3)`` uint8: the worlds' current states, left to right."""
+        return np.concatenate([self.renderer.frame(self.physics.qpos[w]) for w in self.worlds], axis=1)
+
+    def close(self) -> None:
+        """Free the renderer and its OpenGL context."""
+        self.renderer.close()
+
+    def __enter__(self) -> WorldsView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def render_frames(
@@ -112,3 +173,29 @@ def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
     images = [Image.fromarray(f) for f in frames]
     images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0, optimize=True)
     return True
+
+
+def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path | None:
+    """Write ``frames`` as an MP4 where an encoder is installed, else as a GIF next to it; the path written.
+
+    An ``.mp4`` path is encoded with ``imageio`` and its ``imageio-ffmpeg`` plugin when both are installed;
+    otherwise (or for any other suffix) the frames go to ``path`` with the suffix ``.gif``, with a one-line
+    notice when an MP4 was asked for. ``None`` (after a notice) when neither can be written.
+    """
+    if not frames:
+        raise ValueError("save_video needs at least one frame")
+    if path.suffix == ".mp4":
+        try:
+            import imageio.v2 as imageio
+            import imageio_ffmpeg  # noqa: F401  (the encoder imageio's MP4 writer uses)
+        except ImportError:
+            print(f"no MP4 encoder (pip install imageio imageio-ffmpeg): writing a GIF instead of {path}")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            even: list[Any] = [
+                f[: f.shape[0] // 2 * 2, : f.shape[1] // 2 * 2] for f in frames
+            ]  # yuv420p wants even sizes
+            imageio.mimwrite(path, even, fps=fps, codec="libx264", macro_block_size=1)
+            return path
+    gif = path.with_suffix(".gif")
+    return gif if save_gif(frames, gif, fps=fps) else None

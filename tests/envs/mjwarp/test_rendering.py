@@ -234,3 +234,36 @@ def test_gymnasium_record_video(tmp_path: Path, clips: list, first_only: bool, s
     assert path.endswith(".mp4") and fps == 25
     assert len(frames) == 9 and all(f.shape == shape and f.dtype == np.uint8 for f in frames)
     assert not np.array_equal(frames[0], frames[-1])  # the cart moves (RecordVideo keeps video_length + 1)
+
+
+def test_world_renderer_puts_the_asked_worlds_side_by_side(pendulum: Any) -> None:
+    """Worlds [1, 0]: one image twice as wide, its halves those of world 1 and world 0."""
+    from gym_graphreset.envs.mjwarp.rendering import WorldsView
+
+    pendulum.reset(seed=3)
+    try:
+        with (
+            WorldsView(pendulum, [1, 0], width=64, height=48) as both,
+            WorldsView(pendulum, [0], width=64, height=48) as one,
+        ):
+            pair, single = both.frame(), one.frame()
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+    assert pair.shape == (48, 128, 3) and single.shape == (48, 64, 3)
+    assert np.array_equal(pair[:, 64:], single)
+    with pytest.raises(ValueError, match=re.escape("`worlds` must name at least one world, got none")):
+        WorldsView(pendulum, [])
+
+
+def test_save_video_falls_back_to_a_gif_without_an_mp4_encoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from gym_graphreset.envs.mjwarp.rendering import save_video
+
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # no encoder, whatever is installed
+    frames = [np.full((8, 8, 3), 40 * i, dtype=np.uint8) for i in range(3)]
+    assert save_video(frames, tmp_path / "v.mp4", fps=10) == tmp_path / "v.gif"
+    assert "no MP4 encoder" in capsys.readouterr().out and (tmp_path / "v.gif").is_file()
+    assert not (tmp_path / "v.mp4").exists()
