@@ -32,6 +32,7 @@ __all__ = [
     "check_seed",
     "check_step_outputs",
     "env_device",
+    "neutral_actions",
 ]
 
 
@@ -63,6 +64,26 @@ def action_bounds(space: gym.Space, device: torch.device) -> tuple[torch.Tensor,
         low = torch.as_tensor(np.asarray(space.start, dtype=np.int64), device=device)
         return low, low + torch.as_tensor(np.asarray(space.nvec, dtype=np.int64), device=device) - 1
     return None
+
+
+def neutral_actions(space: gym.Space, num_envs: int, device: torch.device) -> torch.Tensor:
+    """One in-space action per row, the same for every row.
+
+    Zeros clipped into a ``Box``, the lowest value of a ``Discrete`` or ``MultiDiscrete``, zeros of a
+    ``MultiBinary``.
+
+    Raises:
+        TypeError: Another action space (no action can be made up for it).
+    """
+    if isinstance(space, gym.spaces.Box):
+        zeros = np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
+        return torch.as_tensor(zeros, device=device).expand(num_envs, *space.shape).clone()
+    bounds = action_bounds(space, device)
+    if bounds is not None:
+        return bounds[0].expand(num_envs, *(space.shape or ())).clone()
+    if isinstance(space, gym.spaces.MultiBinary):
+        return torch.zeros(num_envs, *space.shape, dtype=torch.int8, device=device)
+    raise TypeError(f"no neutral action for a {type(space).__name__} action space: pass the actions")
 
 
 def check_actions(
