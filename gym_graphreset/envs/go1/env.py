@@ -110,14 +110,18 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             njmax=njmax,
             **kwargs,
         )
+
+    def _setup_task(self) -> None:
+        """Views of the batched model fields and sensors, the command term, the buffers, the startup events."""
         import warp as wp
 
+        self._setup_constants()
         self.subtree_com = wp.to_torch(self.d.subtree_com)
         self.sensordata = wp.to_torch(self.d.sensordata)
         self.geom_friction = wp.to_torch(self.m.geom_friction)  # (n, ngeom, 3): batched per world
         self.body_ipos = wp.to_torch(self.m.body_ipos)
         self.base_friction, self.base_ipos = self.geom_friction[0].clone(), self.body_ipos[0].clone()
-        dev, n = self.device, num_envs
+        dev, n = self.device, self.num_envs
         z = lambda *s: torch.zeros(n, *s, device=dev)  # noqa: E731
         self.velocity_command = VelocityCommand(self.cfg, n, dev)
         vc = self.velocity_command  # its tensors, under the names the task's terms and users read
@@ -131,18 +135,11 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         self.single_action_space = spaces.Box(-np.inf, np.inf, (12,), np.float32)
         self.action_space = batch_space(self.single_action_space, n)
         self._startup_events()
-        with self._on_stream():
-            self._reset_terms(self._all)
-            obs = self._observe()
-        self.single_observation_space = spaces.Dict(
-            {k: spaces.Box(-np.inf, np.inf, (v.shape[1],), np.float32) for k, v in obs.items()}
-        )
-        self.observation_space = batch_space(self.single_observation_space, n)
 
     # ------------------------------------------------------------------ constants of the model
 
     def _setup_constants(self) -> None:
-        """Indices and per-joint constants (called lazily: the parent's constructor resets first)."""
+        """Indices and per-joint constants of the model."""
         import mujoco
 
         mjm, dev = self.mjm, self.device
@@ -175,10 +172,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
             [c.noise_lin_vel] * 3 + [c.noise_ang_vel] * 3 + [c.noise_gravity] * 3 + [c.noise_joint_pos] * 12
             + [c.noise_joint_vel] * 12
         )  # fmt: skip
-
-    def _constants(self) -> None:
-        if not hasattr(self, "_qpos_ids"):
-            self._setup_constants()
 
     # ------------------------------------------------------------------ draws
 
@@ -220,7 +213,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Base pose uniform around the spawn point (yaw over the circle), joints at default plus offset."""
-        self._constants()
         c = self.cfg
         u = self._reset_draw(_S_RESET, _RESET_WORDS)
         self._reset_u = u  # the reset terms use the rest of the words
@@ -239,7 +231,6 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
 
     def _reset_terms(self, mask: torch.Tensor) -> None:
         """Command, push timer, actions and contact bookkeeping of the rows of ``mask`` (masked writes)."""
-        self._constants()
         c = self.cfg
         u = self._reset_u  # drawn by _sample_initial_state for the episodes that start now
         self.velocity_command.resample(mask, u[:, 16:24], self.common_step)
@@ -357,12 +348,10 @@ class Go1VelocityFlatEnv(MJWarpVectorEnv):
         return raw * self.weights
 
     def _observe(self, u: torch.Tensor | None = None) -> Any:
-        """``{"policy": (n, 48), "critic": (n, 72)}``; before construction ends, a placeholder.
+        """``{"policy": (n, 48), "critic": (n, 72)}``.
 
         ``u``: this step's draws (words 15-47 are the noise), made here when not given.
         """
-        if not hasattr(self, "encoder_bias"):
-            return torch.zeros(self.num_envs, 1, device=self.device)  # the parent's constructor asks once
         _, imu_lin, ang = self._base_velocity()
         gravity = T.projected_gravity(self.qpos[:, 3:7])
         joint_pos = self.qpos[:, self._qpos_ids] - self.default_joint_pos

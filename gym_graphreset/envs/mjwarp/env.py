@@ -48,8 +48,32 @@ def default_device() -> torch.device:
 class MJWarpVectorEnv(VectorEnv):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
-    Subclasses implement :meth:`_observe`, :meth:`_reward_terminated` and may override
-    :meth:`_progress` and :meth:`_sample_initial_state`.
+    Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
+    the other hooks as needed. The constructor runs, in this order:
+
+    1. the argument checks, the device check first (``device``; nothing is allocated before it);
+    2. the model: loaded, ``model_edits`` applied, put on the device with ``num_envs`` worlds, and the
+       base state (``qpos``/``qvel``/``ctrl`` views, ``keys``, ``elapsed``, ``checks``, ``init_qpos``...);
+    3. the action space, from the actuators' control ranges;
+    4. :meth:`_setup_task` (no-op by default): allocate the task's buffers and constants here, not
+       before ``super().__init__()`` (plain configuration attributes may be set before it). The model,
+       the data and the base state exist; the worlds are not reset yet. It may replace the action space;
+    5. :meth:`_progress`'s buffer and the reset strategy;
+    6. one :meth:`reset` (an overriding ``reset`` is the one called), whose observation gives the
+       observation space: a ``(num_envs, d)`` tensor a ``Box``, a dict of them (observation groups) a
+       ``Dict`` of ``Box`` es.
+
+    Hooks: :meth:`_observe`, :meth:`_reward_terminated` (required); :meth:`_reset_task` (the task's own
+    reset, with masked writes, between the physics reset and the observation); :meth:`_progress`;
+    :meth:`_sample_initial_state` (own initial-state draws: the reference reset path is then used).
+    :meth:`reset` and :meth:`step` call them; the base :meth:`step` records ``checks`` (overflow, finite
+    state) after the physics, so a subclass that keeps it need not. A subclass that overrides
+    :meth:`reset` resets the physics with :meth:`_masked_reset` (it does not observe), observes once, and
+    re-declares ``supports_reset_selection = True`` once its reset takes a
+    :class:`~gym_graphreset.ResetSelection` with no host read; one that overrides :meth:`step` calls
+    ``checks.record(qpos, qvel)`` after its physics. Every hook runs inside a step or reset that may be
+    captured: masked writes, counter-based draws (:mod:`gym_graphreset.core.rng`, a stream number of its
+    own per use), no host read.
 
     Args:
         model: Path to an MJCF file, or the XML itself.
@@ -114,6 +138,7 @@ class MJWarpVectorEnv(VectorEnv):
         render_mode: str | None = None,
         warp_verbose: bool = False,
     ) -> None:
+        self.device = check_device(device if device is not None else default_device())
         self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
             num_envs, max_episode_steps, global_env_offset
         )
@@ -127,10 +152,13 @@ class MJWarpVectorEnv(VectorEnv):
         if render_mode is not None:
             raise ValueError(f"{type(self).__name__} does not render, got render_mode={render_mode!r}")
         self.render_mode = None
-        self.device = check_device(device if device is not None else default_device())
         self._load_model(model, model_edits)
         self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
+        self._make_action_space()
+        self._setup_task()
+        with self._on_stream():
+            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
         from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
 
         own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
@@ -138,7 +166,9 @@ class MJWarpVectorEnv(VectorEnv):
             self.reset_strategy: KernelReset | ReferenceReset = (
                 KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
             )
-        self._make_spaces()
+        obs, _ = self.reset()
+        self.single_observation_space = self._observation_space(obs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
         """The MuJoCo model from an XML string or path, with ``model_edits`` applied."""
@@ -177,7 +207,7 @@ class MJWarpVectorEnv(VectorEnv):
         self._reset_mask = t(self.reset_mask_wp)
 
     def _allocate_torch_state(self, global_env_offset: int) -> None:
-        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch, progress."""
+        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch."""
         dev, num_envs = self.device, self.num_envs
         self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
         self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
@@ -188,24 +218,50 @@ class MJWarpVectorEnv(VectorEnv):
         self.checks = WorldChecks(self.overflow)
         self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
-        with self._on_stream():
-            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
 
-    def _make_spaces(self) -> None:
-        """Action space from the actuators' ranges; observation space from the first reset's obs."""
+    def _make_action_space(self) -> None:
+        """The action space from the actuators' control ranges (``_setup_task`` may replace it)."""
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        with self._on_stream():
-            self._reset_all_worlds()
-            obs_dim = self._observe().shape[1]
-        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    def _observation_space(self, obs: Any) -> spaces.Space[Any]:
+        """The single observation space of the first reset's ``obs``: a ``Box``, or a ``Dict`` of groups."""
+
+        def box(where: str, value: Any) -> spaces.Box:
+            if not (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == self.num_envs):
+                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise TypeError(
+                    f"{type(self).__name__}._observe() must return a (num_envs, d) = ({self.num_envs}, d) tensor "
+                    f"or a dict of them (observation groups), got {got}{where}"
+                )
+            return spaces.Box(-np.inf, np.inf, (value.shape[1],), np.float32)
+
+        if isinstance(obs, dict):
+            return spaces.Dict({key: box(f" for group {key!r}", value) for key, value in obs.items()})
+        return box("", obs)
 
     # ------------------------------------------------------------------ task hooks
 
-    def _observe(self) -> torch.Tensor:
-        """Observation of every world, ``(num_envs, obs_dim)`` float32."""
+    def _setup_task(self) -> None:
+        """Allocate the task's buffers and constants (no-op by default); see the class docstring for when.
+
+        Runs once in the constructor, after the model, the data and the base state are on the device and
+        before the first reset and observation, so :meth:`_reset_task` and :meth:`_observe` find what it
+        made. Indices from ``mjm`` (the ``mujoco.MjModel``), torch views of further warp fields
+        (``wp.to_torch(self.d.<field>)``) and per-world buffers belong here.
+        """
+
+    def _reset_task(self, mask: torch.Tensor) -> None:
+        """Reset the task's own state on the worlds of ``mask`` (no-op by default).
+
+        Called by :meth:`reset` after the physics reset of those worlds and before the observation.
+        ``mask`` is a full-width bool ``(num_envs,)`` tensor: write with ``torch.where`` (or
+        :func:`~gym_graphreset.fill_rows_` / :func:`~gym_graphreset.assign_rows_`), never index with it.
+        """
+
+    def _observe(self) -> Any:
+        """Observation of every world: ``(num_envs, obs_dim)`` float32, or a dict of them (groups)."""
         raise NotImplementedError
 
     def _reward_terminated(
@@ -296,11 +352,8 @@ class MJWarpVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ Gymnasium API
 
-    def _reset_all_worlds(self) -> None:
-        self._masked_reset(self._all)
-
     def _masked_reset(self, mask: torch.Tensor) -> None:
-        """Reset the worlds of ``mask`` with no host read.
+        """Reset the physics of the worlds of ``mask`` with no host read (it does not observe).
 
         Derived fields (kinematics, com) are refreshed for every world: they are pure functions of
         qpos/qvel, nothing reads them before the next physics step recomputes them, and a world's forward
@@ -317,21 +370,22 @@ class MJWarpVectorEnv(VectorEnv):
         shape = (-1, *([1] * (self._progress_buf.dim() - 1)))
         self._progress_buf.copy_(torch.where(mask.view(shape), self._progress(), self._progress_buf))
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection)."""
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection).
+
+        The physics of those worlds (:meth:`_masked_reset`), then the task's :meth:`_reset_task`, then
+        one :meth:`_observe`.
+        """
         self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
         with self._on_stream():
             self._masked_reset(mask)
+            self._reset_task(mask)
             obs = self._observe()
         return obs, {}
 
-    def step(
-        self, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Write ``actions`` to ctrl, run ``frame_skip`` substeps, compute obs, reward and flags."""
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Write ``actions`` to ctrl, run ``frame_skip`` substeps, record ``checks``, compute obs, reward and flags."""
         if actions.shape != self.ctrl.shape:
             raise ValueError(f"actions must have shape {tuple(self.ctrl.shape)}, got {tuple(actions.shape)}")
         with self._on_stream():
