@@ -60,8 +60,8 @@ class MJWarpVectorEnv(VectorEnv):
        the data and the base state exist; the worlds are not reset yet. It may replace the action space;
     5. :meth:`_progress`'s buffer and the reset strategy;
     6. one :meth:`reset` (an overriding ``reset`` is the one called), whose observation gives the
-       observation space: a ``(num_envs, d)`` tensor a ``Box``, a dict of them (observation groups) a
-       ``Dict`` of ``Box`` es.
+       observation space: a ``(num_envs, d)`` tensor gives a ``Box``, a dict of them (observation groups)
+       a ``Dict`` of boxes.
 
     Hooks: :meth:`_observe`, :meth:`_reward_terminated` (required); :meth:`_reset_task` (the task's own
     reset, with masked writes, between the physics reset and the observation); :meth:`_progress`;
