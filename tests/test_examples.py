@@ -153,7 +153,9 @@ def test_point_mass_masked_steps_make_no_host_read(point_mass) -> None:
 
 def test_point_mass_capture_report_on_cpu_names_only_the_device(point_mass) -> None:
     env = point_mass.make_env(8, "masked_persistent")
-    report = env.capture_report("step")
+    assert not env.capture_report("step").eligible_on_cuda  # host reads not checked: nothing claimed
+    env.reset(seed=0)
+    report = env.capture_report("step", check_host_reads=True)
     assert not report.eligible and report.eligible_on_cuda and set(report.reasons) == {"device"}
     roles = report.state["participants"]
     assert roles["PointMassVectorEnv"] == ["reset_selection", "step_capture", "add_checks"]

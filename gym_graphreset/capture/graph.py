@@ -50,30 +50,48 @@ class CaptureReport:
     """Whether the reset body / whole step can be captured here, with structured reasons when not.
 
     ``reasons`` maps a short code (``"device"``, ``"cuda_unavailable"``, ``"memory_pool"``, ``"flags"``,
-    ``"step_capture_blockers"``, ``"reset_selection_blockers"``) to a message. ``state`` says
-    what the graph did so far (captures, replays, recorded host transitions).
+    ``"step_capture_blockers"``, ``"reset_selection_blockers"``, ``"host_reads"``) to a message. ``state``
+    says what the graph did so far (captures, replays, recorded host transitions).
+
+    ``host_reads`` is what a check of the captured body found: ``None`` when no check ran (the report
+    then claims no eligibility: :attr:`eligible` and :attr:`eligible_on_cuda` are ``False``), else the
+    location of each host read (empty: none). A graph of the scope that captured is such a check.
     """
 
     scope: str
     reasons: dict[str, str] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    host_reads: list[str] | None = None
+
+    @property
+    def host_reads_checked(self) -> bool:
+        """Whether the body was checked for host reads (one counted step, or a capture)."""
+        return self.host_reads is not None
 
     @property
     def eligible(self) -> bool:
-        """No reason prevents capture here."""
-        return not self.reasons
+        """No reason prevents capture here, and the body was checked for host reads."""
+        return not self.reasons and self.host_reads_checked
 
     @property
     def eligible_on_cuda(self) -> bool:
-        """Only where it runs prevents capture: the env, terms and flags would capture on a CUDA device."""
-        return not (set(self.reasons) - set(DEVICE_REASONS))
+        """Only where it runs prevents capture: the env, terms and flags (host reads checked) would capture on CUDA."""
+        return not (set(self.reasons) - set(DEVICE_REASONS)) and self.host_reads_checked
 
     def __str__(self) -> str:
+        unchecked = (
+            ""
+            if self.host_reads_checked
+            else "\n  - host reads: not checked (capture_report(..., check_host_reads=True) counts them over "
+            "one step, which it takes)"
+        )
         if self.eligible:
             return f"capture of scope {self.scope!r} is possible; {self.state}"
+        if not self.reasons:
+            return f"capture of scope {self.scope!r} is not known to be possible:{unchecked}"
         lines = "\n".join(f"  - {code}: {message}" for code, message in self.reasons.items())
         where = " (the env and terms would capture on a CUDA device)" if self.eligible_on_cuda else ""
-        return f"capture of scope {self.scope!r} is not possible here{where}:\n{lines}"
+        return f"capture of scope {self.scope!r} is not possible here{where}:\n{lines}{unchecked}"
 
 
 def cuda_capture_reasons(device: torch.device) -> dict[str, str]:

@@ -17,13 +17,14 @@ reset path and the executor are objects chosen from the configuration at constru
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Never, NoReturn
+from typing import Any, Literal, Never, NoReturn
 
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
+from gym_graphreset.capture.host_reads import HostReadCounter
 from gym_graphreset.capture.host_transitions import HostTransitions
 from gym_graphreset.core.buffers import PublicationRing
 from gym_graphreset.core.config import PresetName, StepConfig
@@ -44,6 +45,7 @@ from gym_graphreset.core.inputs import (
     check_reset_terms,
     check_seed,
     env_device,
+    neutral_actions,
 )
 from gym_graphreset.core.participants import (
     Participants,
@@ -166,7 +168,8 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if cfg.graph is not None and self.device.type != "cuda":
             raise ValueError(f"`graph={cfg.graph!r}` needs a CUDA env, but the env is on device {self.device}")
         if cfg.graph is not None and cuda_capture_reasons(self.device):
-            raise ValueError(f"`graph={cfg.graph!r}` but {CaptureReport('', cuda_capture_reasons(self.device))}")
+            reasons = "; ".join(cuda_capture_reasons(self.device).values())
+            raise ValueError(f"`graph={cfg.graph!r}` but capture is not possible here: {reasons}")
         self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
         self.selection = ResetSelection(self.num_envs, self.device)
         self.latch = ValidationLatch(self.device)
@@ -236,19 +239,50 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         """Names of the inner-env chain members that do not declare ``supports_step_capture = True``."""
         return self._parts.step_capture_blockers()
 
-    def capture_report(self, scope: str | None = None) -> CaptureReport:
+    def capture_report(
+        self,
+        scope: Literal["reset", "step"] | None = None,
+        *,
+        check_host_reads: bool = False,
+        actions: torch.Tensor | None = None,
+    ) -> CaptureReport:
         """Why the reset body (``scope="reset"``) or the whole step (``"step"``) can or cannot be captured.
 
         Reasons are split into where the env runs (``device``, ``cuda_unavailable``, ``memory_pool``) and
-        the env and terms themselves (``flags``, ``reset_selection_blockers``, ``step_capture_blockers``),
-        so on a CPU the report still says whether the env would capture on a GPU
-        (:attr:`CaptureReport.eligible_on_cuda`). ``state["participants"]`` lists each participant's
-        protocol roles; ``state["compile"]`` is the :class:`~gym_graphreset.capture.compiling.CompileReport` (as a
-        dict) with ``config.compile``, else ``None``; the other ``state`` keys say what the graph did. Never a
-        silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
+        the env and terms themselves (``flags``, ``reset_selection_blockers``, ``step_capture_blockers``,
+        ``host_reads``), so on a CPU the report still says whether the env would capture on a GPU
+        (:attr:`CaptureReport.eligible_on_cuda`).
+
+        A host read (``.item()``, ``if t.any():``...) in the inner env or a term is found only by running
+        the body: with ``check_host_reads=True`` the report **takes one step** (with ``actions``, default
+        :func:`~gym_graphreset.core.inputs.neutral_actions`; the env advances as by :meth:`step`, whose
+        outputs are dropped) and counts the host reads of the scope's body on any device
+        (:class:`~gym_graphreset.capture.host_reads.HostReadCounter`); each one is a reason. Without it
+        (and before a graph of the scope captured, which is such a check) ``host_reads`` is ``None``
+        and the report claims no eligibility. ``state["participants"]`` lists each participant's protocol
+        roles; ``state["compile"]`` is the :class:`~gym_graphreset.capture.compiling.CompileReport` (as a
+        dict) with ``config.compile``, else ``None``; the other ``state`` keys say what the graph did. Never
+        a silent fallback: asking for capture when this report has reasons is a ``ValueError`` at
         construction.
+
+        Raises:
+            ValueError: An unknown ``scope``; ``actions`` without ``check_host_reads``; ``check_host_reads``
+                with ``config.compile`` (its report, ``state["compile"]``, names every graph break: a
+                host read is one).
+            RuntimeError: ``check_host_reads`` before ``reset()`` (the check takes a step).
         """
         scope = scope or self.config.graph or "reset"
+        if scope not in ("reset", "step"):
+            raise ValueError(f"`scope` must be 'reset', 'step' or None, got {scope!r}")
+        if actions is not None and not check_host_reads:
+            raise ValueError("`actions` are the step that check_host_reads=True takes; pass check_host_reads=True")
+        graph = self.graph
+        captured = bool(graph and graph.captured and self.config.graph == scope)
+        host_reads: list[str] | None = (
+            [] if captured else None
+        )  # the capture ran the body: a host read would have failed it
+        if check_host_reads:
+            host_reads = self._count_host_reads(scope, actions)
         reasons = cuda_capture_reasons(self.device)
         needs = (
             ("reset_path='masked'", self.config.masked),
@@ -261,7 +295,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             reasons["reset_selection_blockers"] = f"cannot take a ResetSelection: {', '.join(blockers)}"
         if scope == "step" and (blockers := self.step_capture_blockers()):
             reasons["step_capture_blockers"] = f"do not declare supports_step_capture: {', '.join(blockers)}"
-        graph = self.graph
+        if host_reads:
+            reasons["host_reads"] = (
+                f"{len(host_reads)} host read(s) in one {scope} body (each waits for the device, and fails a "
+                f"capture): {'; '.join(host_reads[:8])}"
+            )
         state = {
             "captured": bool(graph and graph.captured),
             "captures": graph.captures if graph else 0,
@@ -271,7 +309,29 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
             "participants": self._parts.report(),
             "compile": None if self._body.compiled is None else self._body.compiled.report.as_dict(),
         }
-        return CaptureReport(scope, reasons, state)
+        return CaptureReport(scope, reasons, state, host_reads)
+
+    def _count_host_reads(self, scope: str, actions: torch.Tensor | None) -> list[str] | None:
+        """Take one step, counting the host reads of the scope's body (``None``: the body did not run)."""
+        if self.config.compile is not None:
+            raise ValueError(
+                "`check_host_reads=True` with `compile=...`: counting would make the compiled step recompile; "
+                "its report (capture_report().state['compile']) names every graph break, and a host read is "
+                "one (or check the same configuration without compile)"
+            )
+        if self._needs_reset:
+            raise RuntimeError("capture_report(check_host_reads=True) takes a step: call reset() first")
+        if actions is None:
+            actions = neutral_actions(self.single_action_space, self.num_envs, self.device)
+        counter = HostReadCounter()
+        # the step runner runs the step body; the reset runner the masked reset body with persistent buffers
+        runner = self._step_runner if scope == "step" else self._reset_runner
+        runner.watch = counter
+        try:
+            self.step(actions)
+        finally:
+            runner.watch = None
+        return counter.found if counter.entered else None
 
     def add_reset_term(self, name: str, term: Any) -> None:
         """Add a reset term, run after the inner env's reset and the terms added before it.

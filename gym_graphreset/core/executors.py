@@ -10,8 +10,9 @@ fixed list of holders. :class:`StepInputs` is the step graph's static input: the
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -69,12 +70,14 @@ class Runner(Generic[_T]):
     """Runs a body: as written (``factory=None``), or through one graph made on the first call.
 
     A graph replays what its first capture recorded: later calls' bodies must do the same work on the
-    same buffers (the wrapper's do: they read persistent buffers only).
+    same buffers (the wrapper's do: they read persistent buffers only). ``watch``, when set, is entered
+    around each call (the capture report's host-read counter).
     """
 
     def __init__(self, factory: GraphFactory | None) -> None:
         self.factory = factory
         self.graph: AutoresetGraph[_T] | None = None
+        self.watch: contextlib.AbstractContextManager[Any] | None = None
 
     @property
     def captures(self) -> bool:
@@ -82,12 +85,13 @@ class Runner(Generic[_T]):
         return self.factory is not None
 
     def __call__(self, body: Callable[[], _T]) -> _T:
-        """Run ``body``: eagerly, or the graph's warm-up, capture or replay."""
-        if self.factory is None:
-            return body()
-        if self.graph is None:
-            self.graph = self.factory.make(body)
-        return self.graph()
+        """Run ``body``: eagerly, or the graph's warm-up, capture or replay (inside ``watch`` when set)."""
+        with self.watch if self.watch is not None else contextlib.nullcontext():
+            if self.factory is None:
+                return body()
+            if self.graph is None:
+                self.graph = self.factory.make(body)
+            return self.graph()
 
 
 class StepInputs:

@@ -30,7 +30,9 @@ __all__ = [
     "check_reset_options",
     "check_reset_terms",
     "check_seed",
+    "check_step_outputs",
     "env_device",
+    "neutral_actions",
     "numpy_actions",
 ]
 
@@ -63,6 +65,26 @@ def action_bounds(space: gym.Space, device: torch.device) -> tuple[torch.Tensor,
         low = torch.as_tensor(np.asarray(space.start, dtype=np.int64), device=device)
         return low, low + torch.as_tensor(np.asarray(space.nvec, dtype=np.int64), device=device) - 1
     return None
+
+
+def neutral_actions(space: gym.Space, num_envs: int, device: torch.device) -> torch.Tensor:
+    """One in-space action per row, the same for every row.
+
+    Zeros clipped into a ``Box``, the lowest value of a ``Discrete`` or ``MultiDiscrete``, zeros of a
+    ``MultiBinary``.
+
+    Raises:
+        TypeError: Another action space (no action can be made up for it).
+    """
+    if isinstance(space, gym.spaces.Box):
+        zeros = np.clip(np.zeros(space.shape, dtype=space.dtype), space.low, space.high)
+        return torch.as_tensor(zeros, device=device).expand(num_envs, *space.shape).clone()
+    bounds = action_bounds(space, device)
+    if bounds is not None:
+        return bounds[0].expand(num_envs, *(space.shape or ())).clone()
+    if isinstance(space, gym.spaces.MultiBinary):
+        return torch.zeros(num_envs, *space.shape, dtype=torch.int8, device=device)
+    raise TypeError(f"no neutral action for a {type(space).__name__} action space: pass the actions")
 
 
 def check_actions(
@@ -125,6 +147,39 @@ def _refuse_bad_values(actions: torch.Tensor, space: gym.Space, num_envs: int) -
         if not bool(ok.all()):  # host read: this is the non-deferred mode
             rows = (~ok).nonzero().flatten().tolist()
             raise ValueError(f"actions must lie in the action space {space}; out of range in rows {rows[:16]}")
+
+
+def check_step_outputs(
+    env_name: str, num_envs: int, device: torch.device, reward: Any, terminated: Any, truncated: Any
+) -> None:
+    """Refuse an inner env's ``step()`` outputs of the wrong type, shape, dtype or device, naming the env.
+
+    ``reward`` must be a floating tensor and ``terminated`` / ``truncated`` bool tensors, each of shape
+    ``(num_envs,)`` on ``device``. Only metadata is read (no host read), so this runs on every step; a
+    captured or compiled step runs it while it is captured or traced.
+
+    Raises:
+        TypeError: An output that is not a tensor, or has the wrong dtype.
+        ValueError: An output of the wrong shape or on another device.
+    """
+    for field, value in (("reward", reward), ("terminated", terminated), ("truncated", truncated)):
+        what = f"the inner env {env_name} returned `{field}`"
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(
+                f"{what} of type {type(value).__name__} from step(); the wrapper needs a torch.Tensor of shape "
+                f"({num_envs},) on {device}"
+            )
+        if tuple(value.shape) != (num_envs,):
+            raise ValueError(
+                f"{what} of shape {tuple(value.shape)} from step(); the wrapper needs shape ({num_envs},) "
+                "(one value per env)"
+            )
+        floating = field == "reward"
+        if (floating and not value.dtype.is_floating_point) or (not floating and value.dtype != torch.bool):
+            accepted = "a floating dtype" if floating else "dtype torch.bool"
+            raise TypeError(f"{what} of dtype {value.dtype} from step(); the wrapper needs {accepted}")
+        if value.device != device:
+            raise ValueError(f"{what} on device {value.device} from step(); the wrapper needs device {device}")
 
 
 def check_seed(seed: Any) -> int | None:

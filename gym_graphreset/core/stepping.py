@@ -29,11 +29,13 @@ from gymnasium.vector import VectorEnv
 
 from gym_graphreset.capture.compiling import CompileBackend, CompiledStep
 from gym_graphreset.core.buffers import tree_leaves, tree_where
+from gym_graphreset.core.inputs import check_step_outputs, env_device
 from gym_graphreset.core.masked_path import MaskedPath, ResetCarriers
 from gym_graphreset.core.participants import Participants
 from gym_graphreset.core.protocols import Rows, StepData
 from gym_graphreset.core.same_step import AutoresetPath, TermInfos, check_reset_obs, same_step_info
 from gym_graphreset.core.same_step import StepOut as _StepOut
+from gym_graphreset.core.selection import participant_name
 from gym_graphreset.core.validation import PendingChecks, ValidationLatch, finite_rows
 
 __all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
@@ -98,6 +100,10 @@ def _on(stream: torch.cuda.Stream) -> Iterator[None]:
 class StepBody:
     """One step, whatever runs it: check actions, step the inner env, observe, check, reset done rows.
 
+    The inner env's ``reward`` / ``terminated`` / ``truncated`` are checked on every step (shape
+    ``(num_envs,)``, dtype, device: metadata only, no host read) before anything reads them, so a wrong
+    output is refused naming the inner env and the output, not a term that tripped over it later.
+
     Args:
         env: The inner env.
         parts: The participants (check providers and observers run every step).
@@ -122,6 +128,7 @@ class StepBody:
     ) -> None:
         self.env, self.parts, self.latch, self.path, self.defer = env, parts, latch, path, defer
         self.action_bounds = action_bounds
+        self.env_name, self.num_envs, self.device = participant_name(env), env.num_envs, env_device(env)
         self.compiled = None if compile_backend is None else CompiledStep(self._run, compile_backend)
         self.run: Callable[[torch.Tensor, PendingChecks | None], StepOut] = self.compiled or self._run
 
@@ -155,6 +162,7 @@ class StepBody:
             latch.require(ok, "valid_actions", "actions outside the action space (those entries were clamped)")
             actions = torch.minimum(torch.maximum(actions, low), high)
         obs, reward, terminated, truncated, info = self.env.step(actions)
+        check_step_outputs(self.env_name, self.num_envs, self.device, reward, terminated, truncated)
         for _, leaf in tree_leaves(obs):  # per row: a failure names the rows
             if leaf.dtype.is_floating_point:
                 latch.require(finite_rows(leaf), "finite_obs", "the inner env returned NaN or inf observations")

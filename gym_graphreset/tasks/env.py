@@ -149,7 +149,15 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.metric_manager = MetricManager(self)
         self.initial_state = InitialState(self.init_qpos.expand(self.num_envs, -1).clone(), torch.zeros_like(self.qvel))
         self._reset_u = torch.zeros(self.num_envs, self.reset_block.size, device=self.device)
-        self.observation_manager: ObservationManager | None = None  # built in _make_spaces: it probes terms
+        self.single_action_space = spaces.Box(-np.inf, np.inf, (self.action_manager.dim,), np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_manager = ObservationManager(self, self.step_block)  # probes each term's width
+        for block in (self.reset_block, self.step_block, self.startup_block):
+            block.freeze()
+        self.observation_layout = self.observation_manager.layout
+        self.reward_names = self.reward_manager.names
+        self.termination_names = self.termination_manager.names
+        self._startup_done = False  # the constructor's reset runs the startup events
 
     def _setup_joints(self) -> None:
         """The action joints' columns, default pose and soft limits."""
@@ -178,20 +186,8 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.soft_joint_limits = f(np.stack((mid - half, mid + half), axis=1))
         self.encoder_bias = torch.zeros(self.num_envs, len(names), device=dev)
 
-    def _make_spaces(self) -> None:
-        """Action space from the action terms; the first full reset; observation spaces from its groups."""
-        n = self.num_envs
-        self.single_action_space = spaces.Box(-np.inf, np.inf, (self.action_manager.dim,), np.float32)
-        self.action_space = batch_space(self.single_action_space, n)
-        with self._on_stream():
-            self.observation_manager = ObservationManager(self, self.step_block)  # probes each term's width
-            for block in (self.reset_block, self.step_block, self.startup_block):
-                block.freeze()
-            self._masked_reset(self._all)
-            obs = self._after_reset(self._all, seeded=True)
-        self.observation_layout = self.observation_manager.layout
-        self.reward_names = self.reward_manager.names
-        self.termination_names = self.termination_manager.names
+    def _observation_space(self, obs: Any) -> spaces.Space[Any]:
+        """One group gives a ``Box`` (or a ``Dict`` of its terms), several a ``Dict``; bounds are ``obs_clip``."""
         bound = self.cfg.obs_clip if self.cfg.obs_clip is not None else np.inf
 
         def box(x: torch.Tensor) -> spaces.Box:
@@ -201,10 +197,8 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             return spaces.Dict({k: box(t) for k, t in v.items()}) if isinstance(v, dict) else box(v)
 
         if len(obs) == 1:
-            self.single_observation_space = group_space(next(iter(obs.values())))
-        else:
-            self.single_observation_space = spaces.Dict({k: group_space(v) for k, v in obs.items()})
-        self.observation_space = batch_space(self.single_observation_space, n)
+            return group_space(next(iter(obs.values())))
+        return spaces.Dict({k: group_space(v) for k, v in obs.items()})
 
     # ------------------------------------------------------------------ what terms read
 
@@ -335,7 +329,6 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.event_manager.run_interval(u)
         self.invalidate()
         self.metric_manager.compute()
-        assert self.observation_manager is not None
         obs = self.observation_manager.compute(u)
         info: dict[str, Any] = {
             "reward_terms": terms,
@@ -364,7 +357,8 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.curriculum_manager.reset(mask)
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
-        if seeded:
+        if seeded or not self._startup_done:
+            self._startup_done = True
             u0 = self.startup_block.draw(self.keys, torch.zeros_like(self.episode))
             self.event_manager.run_startup(mask, u0)
         u = self._reset_u
@@ -377,7 +371,6 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.reward_manager.reset(mask)
         self.metric_manager.reset(mask)
         self.invalidate()
-        assert self.observation_manager is not None
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
         return self.observation_manager.compute(step_u, mask)

@@ -180,9 +180,91 @@ def test_capture_report_names_every_reason_on_the_cpu() -> None:
 @needs_cuda
 def test_capture_report_after_capture() -> None:
     env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(64, device="cuda"), **GRAPH_MODES["step_graph"])
-    assert env.capture_report().eligible
+    before = env.capture_report()
+    assert not before.reasons and before.host_reads is None and not before.eligible  # host reads not yet checked
     env.reset(seed=0)
     for _ in range(5):
         env.step(torch.ones(64, dtype=torch.long, device="cuda"))
-    state = env.capture_report().state
+    report = env.capture_report()
+    assert report.eligible and report.host_reads == []  # the capture ran the body: it is the check
+    state = report.state
     assert state["captured"] and state["captures"] == 1 and state["replays"] == 3
+
+
+class _ItemEnv(CartPoleVectorEnv):
+    """Reads a tensor on the host in its step (``.item()``): runs on the CPU with no notice."""
+
+    def step(self, actions: torch.Tensor):
+        out = super().step(actions)
+        self.last_mean = out[1].mean().item()  # a host read: a sync on CUDA, a failed capture
+        return out
+
+
+class _ItemTerm:
+    """A reset term whose masked reset reads the host (``bool()`` of a tensor)."""
+
+    supports_reset_selection = True
+
+    def reset(self, env_ids) -> None:
+        if bool(env_ids.mask.any()):
+            pass
+
+
+def test_capture_report_does_not_claim_eligibility_it_did_not_check() -> None:
+    """A step calling ``.item()`` used to be reported ``eligible_on_cuda``; host reads are now 'not checked'."""
+    env = FixedShapeAutoresetVectorEnv(_ItemEnv(8), "masked_persistent")
+    report = env.capture_report("step")
+    assert set(report.reasons) == {"device"} and report.host_reads is None
+    assert not report.eligible_on_cuda and not report.eligible
+    assert "host reads: not checked (capture_report(..., check_host_reads=True)" in str(report)
+    assert "would capture on a CUDA device" not in str(report)
+
+
+def test_capture_report_checked_finds_item_in_the_step() -> None:
+    env = FixedShapeAutoresetVectorEnv(_ItemEnv(8), "masked_persistent")
+    env.reset(seed=0)
+    report = env.capture_report("step", check_host_reads=True)
+    assert not report.eligible_on_cuda and set(report.reasons) == {"device", "host_reads"}
+    assert report.reasons["host_reads"].startswith("1 host read(s) in one step body")
+    assert len(report.host_reads) == 1 and "test_graph.py" in report.host_reads[0]
+    assert report.host_reads[0].endswith(".item")
+    assert env.host_step == 1  # the check took one step
+    assert "host_reads" not in env.capture_report("reset", check_host_reads=True).reasons  # not in the reset body
+
+
+def test_capture_report_checked_clean_env_is_eligible_on_cuda() -> None:
+    env = FixedShapeAutoresetVectorEnv(
+        CartPoleVectorEnv(8), "masked_persistent", reset_terms={"ep": EpisodeStatistics()}
+    )
+    env.reset(seed=0)
+    for scope in ("step", "reset"):
+        report = env.capture_report(scope, check_host_reads=True, actions=torch.ones(8, dtype=torch.long))
+        assert report.host_reads == [] and report.eligible_on_cuda and set(report.reasons) == {"device"}
+    assert "would capture on a CUDA device" in str(report) and "not checked" not in str(report)
+    assert env.host_step == 2
+
+
+def test_capture_report_reset_scope_counts_the_reset_body() -> None:
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8), "masked_persistent", reset_terms={"t": _ItemTerm()})
+    env.reset(seed=0)
+    report = env.capture_report("reset", check_host_reads=True)
+    assert "host_reads" in report.reasons and report.host_reads[0].endswith(".__bool__")
+    selected = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8))  # its reset body runs in no runner of its own
+    selected.reset(seed=0)
+    assert selected.capture_report("reset", check_host_reads=True).host_reads is None
+
+
+def test_capture_report_check_refusals() -> None:
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8), "masked_persistent")
+    with pytest.raises(
+        RuntimeError, match=re.escape("capture_report(check_host_reads=True) takes a step: call reset()")
+    ):
+        env.capture_report("step", check_host_reads=True)
+    with pytest.raises(ValueError, match=re.escape("`actions` are the step that check_host_reads=True takes")):
+        env.capture_report("step", actions=torch.ones(8, dtype=torch.long))
+    with pytest.raises(ValueError, match=re.escape("`scope` must be 'reset', 'step' or None, got 'all'")):
+        env.capture_report("all")  # type: ignore[arg-type]
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=re.escape("actions must have shape (8,), got (4,)")):
+        env.capture_report("step", check_host_reads=True, actions=torch.ones(4, dtype=torch.long))
+    assert env.host_step == 0

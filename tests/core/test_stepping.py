@@ -189,3 +189,57 @@ def test_term_info_contract_enforced_by_name(kind: str, message: str, mode: str)
     with pytest.raises(ValueError, match=re.escape(message)):
         for _ in range(3):
             env.step(torch.zeros(4, 3))
+
+
+class _BadOutputEnv(ScriptedVectorEnv):
+    """Returns one of its step outputs with the wrong shape, dtype or device (``bad``)."""
+
+    bad: tuple[str, Any] = ("reward", lambda r: r)
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, ...]:
+        obs, reward, terminated, truncated, info = super().step(actions)
+        out = {"reward": reward, "terminated": terminated, "truncated": truncated}
+        field, make = self.bad
+        out[field] = make(out[field])
+        return obs, out["reward"], out["terminated"], out["truncated"], info
+
+
+@pytest.mark.parametrize("mode", ["selected", "masked", "masked_persistent"])
+def test_a_reward_of_shape_n_by_1_is_refused_naming_the_inner_env_not_a_term(mode: str) -> None:
+    """A ``(n, 1)`` reward used to pass through; an ``EpisodeStatistics`` term then failed, blamed."""
+    inner = _BadOutputEnv(4, torch.zeros(1, 4, dtype=torch.bool), torch.zeros(1, 4, dtype=torch.bool))
+    inner.bad = ("reward", lambda r: r.unsqueeze(1))
+    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **MODES[mode])
+    env.reset(seed=0)
+    message = (
+        "the inner env _BadOutputEnv returned `reward` of shape (4, 1) from step(); the wrapper needs shape (4,) "
+        "(one value per env)"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        env.step(torch.zeros(4, 3))
+
+
+@pytest.mark.parametrize(
+    ("field", "make", "error", "message"),
+    [
+        ("reward", lambda r: r.long(), TypeError, "`reward` of dtype torch.int64 from step(); the wrapper needs "
+         "a floating dtype"),
+        ("terminated", lambda t: t.float(), TypeError, "`terminated` of dtype torch.float32 from step(); the "
+         "wrapper needs dtype torch.bool"),
+        ("truncated", lambda t: t[:3], ValueError, "`truncated` of shape (3,) from step(); the wrapper needs "
+         "shape (4,)"),
+        ("terminated", lambda t: t.numpy(), TypeError, "`terminated` of type ndarray from step(); the wrapper "
+         "needs a torch.Tensor of shape (4,) on cpu"),
+        ("reward", lambda r: r.to("meta"), ValueError, "`reward` on device meta from step(); the wrapper needs "
+         "device cpu"),
+    ],
+)  # fmt: skip
+def test_inner_step_outputs_checked_on_every_step(field: str, make: Any, error: type, message: str) -> None:
+    """Shape, dtype and device of reward / terminated / truncated: checked every step (metadata, no host read)."""
+    inner = _BadOutputEnv(4, torch.zeros(1, 4, dtype=torch.bool), torch.zeros(1, 4, dtype=torch.bool))
+    env = FixedShapeAutoresetVectorEnv(inner, "masked")
+    env.reset(seed=0)
+    env.step(torch.zeros(4, 3))  # a good step first: the check is not only on the first step
+    inner.bad = (field, make)
+    with pytest.raises(error, match=re.escape(f"the inner env _BadOutputEnv returned {message}")):
+        env.step(torch.zeros(4, 3))

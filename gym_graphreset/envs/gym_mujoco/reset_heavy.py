@@ -18,15 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
-from gymnasium import spaces
-from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.capture.host_transitions import host_transition
 from gym_graphreset.core.inputs import check_real
 from gym_graphreset.core.rng import counter_uniform
-from gym_graphreset.core.selection import ResetSelection, assign_rows_, fill_rows_, resolve_reset_mask
+from gym_graphreset.core.selection import ResetSelection, assign_rows_, fill_rows_, options_reset_mask
 from gym_graphreset.envs.gym_mujoco.tasks import HalfCheetahEnv
 
 __all__ = ["ResetHeavyHalfCheetahEnv"]
@@ -66,12 +63,15 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
     def __init__(
         self, num_envs: int, *, max_episode_steps: int = 200, early_reset_prob: float = 0.02, **kwargs: Any
     ) -> None:
-        early_reset_prob = check_real("early_reset_prob", early_reset_prob, low=0.0, high=1.0)
+        self.early_reset_prob = check_real("early_reset_prob", early_reset_prob, low=0.0, high=1.0)
         super().__init__(num_envs, max_episode_steps=max_episode_steps, **kwargs)
+
+    def _setup_task(self) -> None:
+        """Views of the batched model fields and every term's buffer (before the first reset)."""
         import warp as wp
 
-        dev, n, nu = self.device, num_envs, self.mjm.nu
-        self.early_reset_prob = early_reset_prob
+        super()._setup_task()
+        dev, n, nu = self.device, self.num_envs, self.mjm.nu
         self.friction = wp.to_torch(self.m.geom_friction)  # (n, ngeom, 3) views of batched model fields
         self.mass = wp.to_torch(self.m.body_mass)
         self.gain = wp.to_torch(self.m.actuator_gainprm)
@@ -94,15 +94,6 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
         self._ids = torch.arange(MAX_DELAY + 1, device=dev)
         self._all_sel = ResetSelection(n, dev)
         self._all_sel.mask.fill_(True)
-        policy_dim, critic_dim = obs_dim * (HISTORY + 1) + 2, obs_dim + 2 + 3
-        self.single_observation_space = spaces.Dict(
-            {
-                "policy": spaces.Box(-np.inf, np.inf, (policy_dim,), np.float32),
-                "critic": spaces.Box(-np.inf, np.inf, (critic_dim,), np.float32),
-            }
-        )
-        self.observation_space = batch_space(self.single_observation_space, n)
-        self._reset_terms(self._all_sel)
 
     # ------------------------------------------------------------------ draws
 
@@ -155,17 +146,19 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
         self.curriculum_updates += 1
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Reset the physics of the selected worlds, then every reset term on the same rows."""
-        _, info = super().reset(seed=seed, options=options)
+        """Reset the physics of the selected worlds, then every reset term on the same rows, then observe."""
+        self.keys.reseed(seed)
+        mask = options_reset_mask(options, self._all)
         reset_mask = (options or {}).get("reset_mask")
         with self._on_stream():
+            self._masked_reset(mask)
             if reset_mask is None:
                 self._reset_terms(self._all_sel)
             elif isinstance(reset_mask, ResetSelection):
                 self._reset_terms(reset_mask)
             else:
-                self._reset_terms(resolve_reset_mask(reset_mask, self.num_envs, self.device))
-            return self._observe(), info
+                self._reset_terms(mask)  # a bool mask: each term derives its row ids (the selected path)
+            return self._observe(), {}
 
     # ------------------------------------------------------------------ step
 
@@ -210,8 +203,6 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
 
     def _observe(self) -> Any:
         base = super()._observe()
-        if not hasattr(self, "history"):
-            return base  # during the parent's construction
         noise = counter_uniform(
             self.seed, self.env_ids, self._step_key(), base.shape[1], stream=300, low=-1.0, high=1.0
         )

@@ -49,8 +49,30 @@ def default_device() -> torch.device:
 class MJWarpVectorEnv(VectorEnv):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
-    Subclasses implement :meth:`_observe`, :meth:`_reward_terminated` and may override
-    :meth:`_progress` and :meth:`_sample_initial_state`.
+    Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
+    the other hooks as needed. The constructor runs, in this order:
+
+    1. the argument checks, the device check first (``device``; nothing is allocated before it);
+    2. the model: loaded, ``model_edits`` applied, put on the device with ``num_envs`` worlds, and the
+       base state (``qpos``/``qvel``/``ctrl`` views, ``keys``, ``elapsed``, ``checks``, ``init_qpos``...);
+    3. the action space, from the actuators' control ranges;
+    4. :meth:`_setup_task` (no-op by default): allocate the task's buffers and constants here, not
+       before ``super().__init__()`` (plain configuration attributes may be set before it). The model,
+       the data and the base state exist; the worlds are not reset yet. It may replace the action space;
+    5. :meth:`_progress`'s buffer and the reset strategy;
+    6. one :meth:`reset` (an overriding ``reset`` is the one called), whose observation gives the
+       observation space: a ``(num_envs, d)`` tensor gives a ``Box``, a dict of them (observation groups)
+       a ``Dict`` of boxes.
+
+    Hooks: :meth:`_observe`, :meth:`_reward_terminated` (required); :meth:`_reset_task` (the task's own
+    reset, with masked writes, between the physics reset and the observation); :meth:`_progress`;
+    :meth:`_sample_initial_state` (own initial-state draws: the reference reset path is then used). A task
+    that replaces whole phases fills :meth:`_apply_actions` (actions to actuators), :meth:`_task_step`
+    (everything after the physics), :meth:`_before_reset` and :meth:`_after_reset` instead (the task
+    layer's :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step` are a
+    fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
+    so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes,
+    counter-based draws (:mod:`gym_graphreset.core.rng`, a stream number of its own per use), no host read.
 
     Args:
         model: Path to an MJCF file, or the XML itself.
@@ -122,6 +144,7 @@ class MJWarpVectorEnv(VectorEnv):
         render_size: tuple[int, int] = (320, 240),
         warp_verbose: bool = False,
     ) -> None:
+        self.device = check_device(device if device is not None else default_device())
         self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
             num_envs, max_episode_steps, global_env_offset
         )
@@ -136,12 +159,13 @@ class MJWarpVectorEnv(VectorEnv):
             type(self).__name__, render_mode, render_worlds, render_size, self.num_envs
         )
         self._world_renderer: WorldRenderer | None = None
-        self.device = check_device(device if device is not None else default_device())
         self._load_model(model, model_edits)
         self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
+        self._make_action_space()
         with self._on_stream():
             self._setup_task()
+            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
         from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
 
         own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
@@ -149,7 +173,9 @@ class MJWarpVectorEnv(VectorEnv):
             self.reset_strategy: KernelReset | ReferenceReset = (
                 KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
             )
-        self._make_spaces()
+        obs, _ = self.reset()
+        self.single_observation_space = self._observation_space(obs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
 
     def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
         """The MuJoCo model from an XML string or path, with ``model_edits`` applied."""
@@ -189,7 +215,7 @@ class MJWarpVectorEnv(VectorEnv):
         self._reset_mask = t(self.reset_mask_wp)
 
     def _allocate_torch_state(self, global_env_offset: int) -> None:
-        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch, progress."""
+        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch."""
         dev, num_envs = self.device, self.num_envs
         self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
         self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
@@ -200,24 +226,47 @@ class MJWarpVectorEnv(VectorEnv):
         self.checks = WorldChecks(self.overflow)
         self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
-        with self._on_stream():
-            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
 
-    def _make_spaces(self) -> None:
-        """Action space from the actuators' ranges; observation space from the first reset's obs."""
+    def _make_action_space(self) -> None:
+        """The action space from the actuators' control ranges (``_setup_task`` may replace it)."""
         ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
         self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        with self._on_stream():
-            self._reset_all_worlds()
-            obs_dim = self._observe().shape[1]
-        self.single_observation_space = spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    def _observation_space(self, obs: Any) -> spaces.Space[Any]:
+        """The single observation space of the first reset's ``obs``: a ``Box``, or a ``Dict`` of groups."""
+
+        def box(where: str, value: Any) -> spaces.Box:
+            if not (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == self.num_envs):
+                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise TypeError(
+                    f"{type(self).__name__}._observe() must return a (num_envs, d) = ({self.num_envs}, d) tensor "
+                    f"or a dict of them (observation groups), got {got}{where}"
+                )
+            return spaces.Box(-np.inf, np.inf, (value.shape[1],), np.float32)
+
+        if isinstance(obs, dict):
+            return spaces.Dict({key: box(f" for group {key!r}", value) for key, value in obs.items()})
+        return box("", obs)
 
     # ------------------------------------------------------------------ task hooks
 
     def _setup_task(self) -> None:
-        """Allocate the task's state: the model is on the device, no world has been reset yet (no-op here)."""
+        """Allocate the task's buffers and constants (no-op by default); see the class docstring for when.
+
+        Runs once in the constructor, after the model, the data and the base state are on the device and
+        before the first reset and observation, so :meth:`_reset_task` and :meth:`_observe` find what it
+        made. Indices from ``mjm`` (the ``mujoco.MjModel``), torch views of further warp fields
+        (``wp.to_torch(self.d.<field>)``) and per-world buffers belong here.
+        """
+
+    def _reset_task(self, mask: torch.Tensor) -> None:
+        """Reset the task's own state on the worlds of ``mask`` (no-op by default).
+
+        Called by :meth:`reset` after the physics reset of those worlds and before the observation.
+        ``mask`` is a full-width bool ``(num_envs,)`` tensor: write with ``torch.where`` (or
+        :func:`~gym_graphreset.fill_rows_` / :func:`~gym_graphreset.assign_rows_`), never index with it.
+        """
 
     def _apply_actions(self, action: torch.Tensor) -> None:
         """Write this step's actions (float32, on the device) to the actuators (default: ``ctrl`` as they are)."""
@@ -242,14 +291,18 @@ class MJWarpVectorEnv(VectorEnv):
         """Runs before the worlds of ``mask`` are reset (e.g. curricula reading the terminal state); no-op here."""
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
-        """The observation after the worlds of ``mask`` were reset (``seeded``: ``reset(seed=...)``)."""
+        """The observation after the worlds of ``mask`` were reset (``seeded``: ``reset(seed=...)``).
+
+        The default runs :meth:`_reset_task`, then one :meth:`_observe`.
+        """
+        self._reset_task(mask)
         return self._observe()
 
     tracks_progress: bool = True
     """Whether the step keeps the progress position (``_progress``) for :meth:`_reward_terminated`."""
 
-    def _observe(self) -> torch.Tensor:
-        """Observation of every world, ``(num_envs, obs_dim)`` float32."""
+    def _observe(self) -> Any:
+        """Observation of every world: ``(num_envs, obs_dim)`` float32, or a dict of them (groups)."""
         raise NotImplementedError
 
     def _reward_terminated(
@@ -340,11 +393,8 @@ class MJWarpVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ Gymnasium API
 
-    def _reset_all_worlds(self) -> None:
-        self._masked_reset(self._all)
-
     def _masked_reset(self, mask: torch.Tensor) -> None:
-        """Reset the worlds of ``mask`` with no host read.
+        """Reset the physics of the worlds of ``mask`` with no host read (it does not observe).
 
         Derived fields (kinematics, com) are refreshed for every world: they are pure functions of
         qpos/qvel, nothing reads them before the next physics step recomputes them, and a world's forward
@@ -365,7 +415,8 @@ class MJWarpVectorEnv(VectorEnv):
         """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection).
 
         The order is fixed: :meth:`_before_reset`, the masked physics reset (with
-        :meth:`_sample_initial_state`'s draws), then :meth:`_after_reset`, which observes.
+        :meth:`_sample_initial_state`'s draws), then :meth:`_after_reset` (by default the task's
+        :meth:`_reset_task`, then one :meth:`_observe`).
         """
         self.keys.reseed(seed)
         mask = options_reset_mask(options, self._all)
