@@ -112,10 +112,12 @@ def _actions(n: int, steps: int, device: str = "cpu", scale: float = 1.0) -> lis
 def test_point_mass_masked_matches_selected(point_mass, mode: str) -> None:
     """Every returned tensor, the term's every-step info and the episode stats included, bit for bit."""
     from gym_graphreset.core.config import PRESETS
+    from gym_graphreset.core.participants import release_inner_env
     from gym_graphreset.testing import assert_masked_matches_selected
 
     def factory(flags):
         env = point_mass.make_env(32, "selected")
+        release_inner_env(env, env.env)  # its inner env is wrapped again below, with the flags under test
         return type(env)(env.env, reset_terms={"history": point_mass.ActionHistory(), "ep": _ep()}, **flags)
 
     assert_masked_matches_selected(factory, _actions(32, 300), config=PRESETS[mode])

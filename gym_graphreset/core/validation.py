@@ -112,7 +112,7 @@ class ValidationLatch:
             index = self._slots[name] = len(self._slots)
             self._messages.append(message)
             self._given.append(1)
-        elif self._messages[index] != message or not self._given[index]:
+        elif self._messages[index] != message:
             self._given[index] += 1
             self._messages[index] = message
         return index

@@ -16,6 +16,7 @@ import torch
 
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.buffers import tree_leaves
+from gym_graphreset.core.participants import release_inner_env
 
 __all__ = ["rollout"]
 
@@ -26,12 +27,15 @@ def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], 
     Each record maps ``"obs"``, ``"reward"``, ``"terminated"``, ``"truncated"`` and every info key to
     ``{leaf path: tensor}`` (``()`` for a plain tensor). An info entry ``k`` that comes with a bool mask
     ``_k`` (``final_obs``, ``episode``...) is kept on the mask's rows only: elsewhere it is unspecified.
+    Afterwards ``env`` gives up its claim on its inner env (without closing either), so that a harness may
+    wrap the same inner env again for the run it compares against.
     """
     obs, info = env.reset(seed=seed)
     records: list[dict[str, Any]] = [_record({"obs": obs}, info)]
     for a in actions:
         obs, reward, terminated, truncated, info = env.step(a)
         records.append(_record({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}, info))
+    release_inner_env(env, env.env)
     return records
 
 

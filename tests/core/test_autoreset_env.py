@@ -570,24 +570,26 @@ def test_reset_with_any_row_form_resets_those_terms_rows(mode: str, form: str) -
 @pytest.mark.parametrize("depth", [1, 2, 3])
 @pytest.mark.parametrize("reset_kind", ["partial", "full", "two partial"])
 def test_ring_promise_holds_across_resets(depth: int, reset_kind: str) -> None:
-    """A ``reset()`` between steps publishes without shortening any publication's lifetime: what step t
-    (or a reset after it) returned is unchanged through step t + depth - 1."""
+    """What step t (or a reset after it) returned is unchanged through step t + depth - 1, unless ``depth``
+    more resets were published after it (resets in a row reuse at most ``depth`` ring slots)."""
     env = FixedShapeAutoresetVectorEnv(
         scripted_env(3, 40, p_done=0.2), "masked_persistent", published_buffer_depth=depth
     )
     env.reset(seed=0)
-    held: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (steps done when published, obs, its copy)
+    held: list[list] = []  # [steps done when published, obs, its copy, resets published after it]
     for t in range(10):
         obs, *_ = env.step(torch.full((3, 3), 0.1 * t))
         steps = t + 1
-        held.append((steps, obs, obs.clone()))
+        held.append([steps, obs, obs.clone(), 0])
         if t % 3 == 1:
             masks = {"partial": [[True, False, False]], "full": [None], "two partial": [[0], [2]]}[reset_kind]
             for mask in masks:
                 obs, _ = env.reset(options=None if mask is None else {"reset_mask": mask})
-                held.append((steps, obs, obs.clone()))
-        for published_at, ref, copy in held:
-            if steps < published_at + depth:
+                for entry in held:
+                    entry[3] += 1
+                held.append([steps, obs, obs.clone(), 0])
+        for published_at, ref, copy, resets_after in held:
+            if steps < published_at + depth and resets_after < depth:
                 assert torch.equal(ref, copy), f"a value published after step {published_at} changed at step {steps}"
 
 
