@@ -114,12 +114,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if unknown:
             _refuse_keywords(sorted(unknown))
         cfg = StepConfig.resolve(config)
-        runtime = {
-            "published_buffer_depth": published_buffer_depth,
-            "validation_poll_interval": validation_poll_interval,
-        }
-        if given := {k: v for k, v in runtime.items() if v is not None}:
-            cfg = dataclasses.replace(cfg, **given)
+        if published_buffer_depth is not None:
+            cfg = dataclasses.replace(cfg, published_buffer_depth=published_buffer_depth)
+        if validation_poll_interval is not None:
+            cfg = dataclasses.replace(cfg, validation_poll_interval=validation_poll_interval)
         super().__init__(env)
         self.config = cfg
         terms = check_reset_terms(reset_terms)

@@ -63,10 +63,10 @@ _MAXIMA: dict[str, tuple[int, str]] = {  # upper bounds, with why: refused at co
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
     """``value`` as a Python int (a numpy integer too), or a ``ValueError`` naming ``name`` and the range."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
         raise ValueError(f"`{name}` must be an int >= {minimum}, got {value!r}")
     maximum, why = _MAXIMA[name]
-    if value > maximum:
+    if int(value) > maximum:
         raise ValueError(f"`{name}` must be an int <= {maximum} ({why}), got {value!r}")
     return int(value)
 
