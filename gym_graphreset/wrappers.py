@@ -20,6 +20,7 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.core.buffers import tree_map
 from gym_graphreset.core.inputs import check_real, env_device
 from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.selection import options_reset_mask
@@ -295,8 +296,19 @@ class RescaleAction(_TorchVectorWrapper):
         return self.low + unit * (self.high - self.low)
 
 
+def _clipped_space(space: spaces.Space, low: float, high: float, where: str) -> spaces.Space:
+    """``space`` with every Box leaf (of a Dict or Tuple too) bounded by ``[low, high]``."""
+    if isinstance(space, spaces.Box):
+        return spaces.Box(low, high, space.shape, np.float32)
+    if isinstance(space, spaces.Dict):
+        return spaces.Dict({k: _clipped_space(v, low, high, f"{where}[{k!r}]") for k, v in space.spaces.items()})
+    if isinstance(space, spaces.Tuple):
+        return spaces.Tuple(_clipped_space(v, low, high, f"{where}[{i}]") for i, v in enumerate(space.spaces))
+    raise ValueError(f"ClipObservation needs Box observations (or a Dict or Tuple of them), got {space} at {where}")
+
+
 class ClipObservation(_TorchVectorWrapper):
-    """Observations clipped to ``[low, high]``."""
+    """Observations clipped to ``[low, high]``: a Box, or every Box of a Dict or Tuple observation space."""
 
     def __init__(self, env: VectorEnv, low: float, high: float) -> None:
         super().__init__(env)
@@ -304,9 +316,8 @@ class ClipObservation(_TorchVectorWrapper):
         if low > high:
             raise ValueError(f"`low` must be <= `high`, got {low} and {high}")
         self.low, self.high = low, high
-        shape = env.single_observation_space.shape
-        self.single_observation_space = spaces.Box(low, high, shape, np.float32)
+        self.single_observation_space = _clipped_space(env.single_observation_space, low, high, "observation")
         self.observation_space = batch_space(self.single_observation_space, env.num_envs)
 
-    def _observation(self, obs: torch.Tensor, update: bool) -> torch.Tensor:
-        return obs.clamp(self.low, self.high)
+    def _observation(self, obs: Any, update: bool) -> Any:
+        return tree_map(lambda t: t.clamp(self.low, self.high), obs)

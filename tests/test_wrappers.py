@@ -4,11 +4,15 @@ normalisation that reaches final_obs; Gymnasium's array-conversion wrappers arou
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 from gymnasium.wrappers.vector import ArrayConversion
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
@@ -230,3 +234,45 @@ def test_numeric_wrapper_arguments_refused_by_name(make, error: type[Exception],
     """Out-of-range or NaN numeric settings are refused at construction, naming the argument."""
     with pytest.raises(error, match=re.escape(message)):
         make(scripted_env(2, 4))
+
+
+class _DictObsEnv(VectorEnv):
+    """Two rows of Dict observations ({"pos": (3,), "vel": (2,)}), values from -2 to 2."""
+
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED}
+
+    def __init__(self) -> None:
+        self.num_envs, self.device = 2, torch.device("cpu")
+        box = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
+        self.single_observation_space = gym.spaces.Dict({"pos": box, "vel": gym.spaces.Box(-5, 5, (2,), np.float32)})
+        self.observation_space = batch_space(self.single_observation_space, 2)
+        self.single_action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        self.action_space = batch_space(self.single_action_space, 2)
+
+    def _obs(self) -> dict[str, torch.Tensor]:
+        return {"pos": torch.linspace(-2, 2, 6).reshape(2, 3), "vel": torch.tensor([[-2.0, 0.05], [2.0, -0.05]])}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        return self._obs(), {}
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        no = torch.zeros(2, dtype=torch.bool)
+        return self._obs(), torch.zeros(2), no, no, {}
+
+
+def test_clip_observation_over_a_dict_space() -> None:
+    """Every Box of a Dict observation space is clipped, and the space says so."""
+    env = ClipObservation(_DictObsEnv(), -0.1, 0.1)
+    assert isinstance(env.single_observation_space, gym.spaces.Dict)
+    assert all(float(s.high.max()) == np.float32(0.1) for s in env.single_observation_space.spaces.values())
+    for obs in (env.reset(seed=0)[0], env.step(torch.zeros(2, 1))[0]):
+        assert set(obs) == {"pos", "vel"} and all(v.abs().max() <= 0.1 for v in obs.values())
+        assert obs["vel"][0, 1] == pytest.approx(0.05) and env.single_observation_space.contains(
+            {k: v[0].numpy() for k, v in obs.items()}
+        )
+    inner = _DictObsEnv()
+    inner.single_observation_space = gym.spaces.Dict({"pos": gym.spaces.Discrete(3)})
+    with pytest.raises(ValueError, match=re.escape("needs Box observations (or a Dict or Tuple of them), got")):
+        ClipObservation(inner, -1.0, 1.0)
+    with pytest.raises(ValueError, match=re.escape("at observation['pos']")):
+        ClipObservation(inner, -1.0, 1.0)

@@ -132,13 +132,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         if unknown:
             _refuse_keywords(sorted(unknown))
         cfg = StepConfig.resolve(config)
-        runtime = {
-            "published_buffer_depth": published_buffer_depth,
-            "validation_poll_interval": validation_poll_interval,
-        }
-        given: dict[str, Any] = {k: v for k, v in runtime.items() if v is not None}
-        if given:
-            cfg = dataclasses.replace(cfg, **given)
+        if published_buffer_depth is not None:
+            cfg = dataclasses.replace(cfg, published_buffer_depth=published_buffer_depth)
+        if validation_poll_interval is not None:
+            cfg = dataclasses.replace(cfg, validation_poll_interval=validation_poll_interval)
         super().__init__(env)
         self._guard = CallGuard()
         self._closed = False

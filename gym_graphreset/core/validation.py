@@ -93,7 +93,7 @@ class ValidationLatch:
         self._no_rows = torch.full((2,), -1, dtype=torch.long, device=self.device)
         self._slots: dict[str, int] = {}
         self._messages: list[str] = []  # per slot: the latest message
-        self._given: list[int] = []  # per slot: how many messages it was given since the last poll (changes)
+        self._changes: list[int] = []  # per slot: how often its message changed since the last poll
         self._window_start = 0
         self._index_cache: dict[tuple[str, ...], torch.Tensor | slice] = {}  # by names: messages may change
         self._batch: PendingChecks | None = None
@@ -103,7 +103,7 @@ class ValidationLatch:
 
         A poll reports the message of the latest ``require`` of a name: a message that changes from step to
         step replaces the one before (one slot and one message per name, whatever the messages), and the
-        report says how many messages the name had since the last poll when it had more than one.
+        report says how often it changed since the last poll.
         """
         index = self._slots.get(name)
         if index is None:
@@ -111,17 +111,17 @@ class ValidationLatch:
                 raise ValueError(f"validation latch is full ({self.capacity} named checks); names: {list(self._slots)}")
             index = self._slots[name] = len(self._slots)
             self._messages.append(message)
-            self._given.append(1)
-        elif self._messages[index] != message:
-            self._given[index] += 1
+            self._changes.append(0)
+        elif self._messages[index] != message:  # a constant message touches no state (compiled steps guard it)
             self._messages[index] = message
+            self._changes[index] += 1
         return index
 
     def _reported_messages(self) -> list[str]:
         """Each slot's message for a report (noting a message that changed since the last poll)."""
         return [
-            m if k <= 1 else f"{m} (the latest of {k} messages given since the last poll)"
-            for m, k in zip(self._messages, self._given, strict=True)
+            m if k == 0 else f"{m} (its message changed {k} time(s) since the last poll; this is the latest)"
+            for m, k in zip(self._messages, self._changes, strict=True)
         ]
 
     @property
@@ -307,7 +307,7 @@ class ValidationLatch:
             ]
         else:
             failures = self._poll_ranks(None if group is True else group)
-        self._given = [0] * len(names)  # a new window
+        self._changes = [0] * len(names)  # a new window
         if not failures:
             return
         self.clear()
