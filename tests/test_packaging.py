@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -29,8 +30,12 @@ def test_pyproject_declares_an_spdx_licence_and_its_file() -> None:
 @pytest.mark.slow
 def test_wheel_builds_without_deprecation_and_ships_licence_and_marker(tmp_path: Path) -> None:
     pytest.importorskip("setuptools", reason="building the wheel without isolation needs setuptools")
+    source = tmp_path / "src"  # a copy: an in-tree build would leave build/ and *.egg-info in the clone
+    shutil.copytree(ROOT / "gym_graphreset", source / "gym_graphreset", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
     cmd = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), "."]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    result = subprocess.run(cmd, cwd=source, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     log = result.stdout + result.stderr
     assert "deprecated" not in log.lower(), [line for line in log.splitlines() if "deprecat" in line.lower()]

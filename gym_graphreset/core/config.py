@@ -13,7 +13,7 @@ Example:
     >>> StepConfig(reset_path="selected", graph="step")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: `graph='step'` resets through the mask: it needs `reset_path='masked'`, got 'selected'
+    ValueError: `graph='step'` resets through the mask: it needs `reset_path='masked'`...
 """
 
 from __future__ import annotations

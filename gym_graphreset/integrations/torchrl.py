@@ -48,10 +48,13 @@ def torchrl_info(info: dict[str, Any]) -> dict[str, Any]:
 
     Example:
         >>> import torch
-        >>> info = {"episode": {"r": torch.zeros(2), "l": torch.ones(2)}, "_episode": torch.ones(2, dtype=bool)}
+        >>> episode = {"r": torch.zeros(2), "l": torch.ones(2)}
+        >>> info = {"episode": episode, "_episode": torch.ones(2, dtype=bool)}
         >>> flat = torchrl_info({**info, "final_info": dict(info)})
-        >>> sorted(flat), sorted(flat["final_info"])
-        (['_episode', 'episode_l', 'episode_r', 'final_info'], ['_episode', 'episode_l', 'episode_r'])
+        >>> sorted(flat)
+        ['_episode', 'episode_l', 'episode_r', 'final_info']
+        >>> sorted(flat["final_info"])
+        ['_episode', 'episode_l', 'episode_r']
     """
 
     def put(flat: dict[str, Any], prefix: str, value: Any) -> None:
