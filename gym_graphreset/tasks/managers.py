@@ -8,25 +8,22 @@ the host, so the env's step and reset are the same code eagerly, on the masked p
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gym_graphreset.tasks.binding import bind
 from gym_graphreset.tasks.cfg import (
     EventTerm,
-    GaussianNoise,
     JointEffortAction,
     JointPositionAction,
-    ObsGroup,
-    ObsTerm,
     StatefulTerm,
-    UniformNoise,
 )
 from gym_graphreset.tasks.draws import DrawBlock
-from gym_graphreset.tasks.history import CircularBuffer, DelayBuffer
+from gym_graphreset.tasks.history import DelayBuffer
 from gym_graphreset.tasks.mdp.commands import span
+from gym_graphreset.tasks.observation_manager import ObservationManager
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -39,29 +36,7 @@ __all__ = [
     "ObservationManager",
     "RewardManager",
     "TerminationManager",
-    "bind",
 ]
-
-
-def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, Any], what: str) -> Callable[..., Any]:
-    """``func`` with ``env`` and ``params`` bound; a class is built once as ``func(env, **params)``.
-
-    Refuses params the function does not take, or required params not given, naming the term.
-    """
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):  # builtins: take them as they are
-        signature = None
-    if signature is not None:
-        accepted = signature.parameters
-        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-        unknown = [k for k in params if k not in accepted and not takes_kwargs]
-        if unknown:
-            raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} takes no parameter(s) {unknown}")
-    if inspect.isclass(func):
-        built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]
-        return built
-    return lambda *args: func(env, *args, **params)
 
 
 class ActionManager:
@@ -131,113 +106,6 @@ class ActionManager:
             name: "joint_effort" if isinstance(t, JointEffortAction) else "joint_position"
             for name, _, t, *_ in self.terms
         }
-
-
-class _ObsTermState:
-    """One observation term, bound, with its noise words, delay and history buffers."""
-
-    def __init__(self, env: ManagerBasedEnv, group: str, name: str, term: ObsTerm, corrupt: bool, block: DrawBlock):
-        self.name, self.term = name, term
-        self.call = bind(env, term.func, term.params, f"observations[{group!r}][{name!r}]")
-        sample = self.call()
-        if not isinstance(sample, torch.Tensor) or sample.dim() != 2 or sample.shape[0] != env.num_envs:
-            got = tuple(sample.shape) if isinstance(sample, torch.Tensor) else type(sample).__name__
-            raise ValueError(
-                f"observations[{group!r}][{name!r}]: {getattr(term.func, '__name__', term.func)!r} must return "
-                f"a ({env.num_envs}, k) tensor, got {got}"
-            )
-        self.width = int(sample.shape[1])
-        self.noise = term.noise if corrupt else None
-        self.words: slice | None = None
-        if self.noise is not None:
-            self.words = block.allocate(f"observations.{group}.{name}", self.width * self.noise.words_per_element)
-        dev = env.device
-        self.scale = None if term.scale is None else torch.tensor(term.scale, dtype=torch.float32, device=dev)
-        self.delay = DelayBuffer(env.num_envs, term.delay, self.width, dev, sample.dtype) if term.delay else None
-        self.history = (
-            CircularBuffer(env.num_envs, term.history_length, self.width, dev, sample.dtype)
-            if term.history_length
-            else None
-        )
-        self.out_width = self.width * max(1, term.history_length)
-
-    def __call__(self, u: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-        x = self.call()
-        noise, words = self.noise, self.words
-        if isinstance(noise, UniformNoise) and words is not None:
-            half, centre = 0.5 * (noise.high - noise.low), 0.5 * (noise.high + noise.low)
-            x = x + (2.0 * u[:, words] - 1.0) * half
-            if centre != 0.0:
-                x = x + centre
-        elif isinstance(noise, GaussianNoise) and words is not None:
-            w = u[:, words]
-            u1, u2 = w[:, : self.width] + 2.0**-25, w[:, self.width :]
-            x = x + (noise.mean + noise.std * torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * torch.pi * u2))
-        if self.term.clip is not None:
-            x = x.clamp(*self.term.clip)
-        if self.scale is not None:
-            x = x * self.scale
-        if self.delay is not None:
-            x = self.delay.delayed(x, rows)
-        if self.history is not None:
-            x = self.history.push(x, rows).flatten(1)
-        return x
-
-    def restart(self, rows: torch.Tensor) -> None:
-        for buf in (self.delay, self.history):
-            if buf is not None:
-                buf.restart(rows)
-
-
-class ObservationManager:
-    """Observation groups: ordered terms, noise from the step block, clip, scale, delay and history.
-
-    ``layout[group][term]`` is the term's column slice in its group's concatenated output.
-    """
-
-    def __init__(self, env: ManagerBasedEnv, block: DrawBlock) -> None:
-        self.env = env
-        self.groups: dict[str, tuple[ObsGroup, list[_ObsTermState]]] = {}
-        self.layout: dict[str, dict[str, slice]] = {}
-        for gname, group in env.cfg.observations.items():
-            states = [
-                _ObsTermState(env, gname, tname, term, group.enable_corruption, block)
-                for tname, term in group.terms.items()
-            ]
-            self.groups[gname] = (group, states)
-            cols, start = {}, 0
-            for s in states:
-                cols[s.name] = slice(start, start + s.out_width)
-                start += s.out_width
-            self.layout[gname] = cols
-
-    def compute(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
-        """Every group's observation (``u``: the step-block draws).
-
-        ``rows``: the mask of a reset: only those rows' delay and history buffers take this observation.
-        """
-        clip = self.env.cfg.obs_clip
-        out: dict[str, Any] = {}
-        for gname, (group, states) in self.groups.items():
-            parts = [s(u, rows) for s in states]
-            if group.concatenate:
-                value: Any = torch.cat(parts, dim=1)
-                for c in (group.clip, clip):
-                    if c is not None:
-                        value = value.clamp(-c, c)
-            else:
-                value = {s.name: p for s, p in zip(states, parts, strict=True)}
-                for c in (group.clip, clip):
-                    if c is not None:
-                        value = {k: v.clamp(-c, c) for k, v in value.items()}
-            out[gname] = value
-        return out
-
-    def reset(self, rows: torch.Tensor) -> None:
-        """The delay and history buffers of the rows of ``rows`` start over."""
-        for _, states in self.groups.values():
-            for s in states:
-                s.restart(rows)
 
 
 class RewardManager:
