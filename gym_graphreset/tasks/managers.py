@@ -53,7 +53,6 @@ class ActionManager:
         for name, term in env.cfg.actions.items():
             joints = env.joint_index(term.joint_names, f"actions[{name!r}]")
             actuator_list = env.actuator_ids(term.joint_names, f"actions[{name!r}]")
-            self._actuator_list = actuator_list
             actuators = torch.tensor(actuator_list, device=env.device)
             k = len(term.joint_names)
             scale = term.scale if isinstance(term.scale, tuple) else (float(term.scale),) * k
@@ -69,7 +68,7 @@ class ActionManager:
         self.dim = start
         self.action = torch.zeros(env.num_envs, self.dim, device=env.device)
         self.prev_action = torch.zeros_like(self.action)
-        self._identity = len(self.terms) == 1 and self._actuator_list == list(range(env.mjm.nu))
+        self._identity = len(self.terms) == 1 and actuator_list == list(range(env.mjm.nu))  # ctrl written whole
 
     def apply(self, raw: torch.Tensor) -> None:
         """Keep ``raw`` as this step's action and write every term's actuator targets."""
