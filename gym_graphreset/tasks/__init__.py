@@ -8,7 +8,9 @@ tracking for any robot.
 """
 
 from gym_graphreset.tasks import mdp
-from gym_graphreset.tasks.cfg import (
+from gym_graphreset.tasks.cfg import TaskCfg
+from gym_graphreset.tasks.env import ManagerBasedEnv
+from gym_graphreset.tasks.terms import (
     CurriculumTerm,
     EventTerm,
     GaussianNoise,
@@ -18,11 +20,9 @@ from gym_graphreset.tasks.cfg import (
     ObsGroup,
     ObsTerm,
     RewardTerm,
-    TaskCfg,
     TerminationTerm,
     UniformNoise,
 )
-from gym_graphreset.tasks.env import ManagerBasedEnv
 from gym_graphreset.tasks.velocity import LeggedRobot, velocity_task
 
 __all__ = [

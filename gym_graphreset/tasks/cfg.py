@@ -1,26 +1,11 @@
-"""The declarative task configuration: frozen dataclasses naming a task's terms, as mjlab and Isaac Lab write them.
+"""The declarative task configuration: one frozen dataclass naming a task's terms, as mjlab and Isaac Lab write them.
 
 A task is a :class:`TaskCfg`: the model, the sim settings, and one mapping of named terms per manager
-(actions, observation groups, rewards, terminations, events, commands, sensors, curricula, metrics). A term
-is a plain function with its ``params`` (or, for commands and sensors, a small config that builds a stateful
-object). Nothing here touches torch or MuJoCo: :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` turns a
-``TaskCfg`` into device tensors once, at construction.
-
-Term functions take the env first and keyword params after; what each kind returns:
-
-============== ======================================================= ==========================
-term           signature                                               returns (full width)
-============== ======================================================= ==========================
-observation    ``func(env, **params)``                                 ``(num_envs, k)`` float
-reward         ``func(env, **params)``                                 ``(num_envs,)`` float
-termination    ``func(env, **params)``                                 ``(num_envs,)`` bool
-event          ``func(env, rows, u, **params)``                        nothing (masked writes)
-curriculum     ``func(env, rows, **params)``                           ``()`` or ``(num_envs,)``
-metric         ``func(env, **params)``                                 ``(num_envs,)`` float
-============== ======================================================= ==========================
-
-``rows`` is a full-width bool mask (never an index list), ``u`` the term's ``(num_envs, draws)`` uniform
-``[0, 1)`` counter-based draws. No term may read device data on the host.
+(actions, observation groups, rewards, terminations, events, commands, sensors, curricula, metrics). The
+term configs are in :mod:`gym_graphreset.tasks.terms` (with the signature each term function has), the
+contracts of commands and sensors in :mod:`gym_graphreset.tasks.protocols`. Nothing here touches torch or
+MuJoCo: :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` turns a ``TaskCfg`` into device tensors once, at
+construction.
 """
 
 from __future__ import annotations
@@ -28,311 +13,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    import torch
-
-    from gym_graphreset.tasks.env import ManagerBasedEnv
-
-__all__ = [
-    "ActionCfg",
-    "CommandCfg",
-    "CommandTerm",
-    "CurriculumTerm",
-    "EventMode",
-    "EventTerm",
-    "GaussianNoise",
-    "JointEffortAction",
-    "JointPositionAction",
-    "MetricTerm",
-    "Noise",
-    "ObsGroup",
-    "ObsTerm",
-    "RewardTerm",
-    "SensorCfg",
-    "SensorTerm",
-    "StatefulTerm",
-    "TaskCfg",
-    "TerminationTerm",
-    "UniformNoise",
-]
-
-Func = Callable[..., Any]
-EventMode = Literal["startup", "reset", "interval"]
-"""When an event runs: once per world, at every new episode, or on per-env timers."""
-
-
-def _check(ok: bool, where: str, message: str) -> None:
-    if not ok:
-        raise ValueError(f"{where}: {message}")
-
-
-def _finite_range(where: str, name: str, value: tuple[float, float]) -> None:
-    _check(
-        len(value) == 2 and all(math.isfinite(v) for v in value) and value[0] <= value[1],
-        where,
-        f"`{name}` must be a finite (low, high) with low <= high, got {value!r}",
-    )
-
-
-@dataclass(frozen=True)
-class UniformNoise:
-    """Additive noise uniform in ``[low, high)`` (one draw word per element)."""
-
-    low: float
-    high: float
-
-    def __post_init__(self) -> None:
-        _finite_range("UniformNoise", "(low, high)", (self.low, self.high))
-
-    words_per_element = 1
-
-
-@dataclass(frozen=True)
-class GaussianNoise:
-    """Additive noise ``N(mean, std**2)`` (Box-Muller: two draw words per element)."""
-
-    std: float
-    mean: float = 0.0
-
-    def __post_init__(self) -> None:
-        _check(math.isfinite(self.std) and self.std >= 0, "GaussianNoise", f"`std` must be >= 0, got {self.std!r}")
-        _check(math.isfinite(self.mean), "GaussianNoise", f"`mean` must be finite, got {self.mean!r}")
-
-    words_per_element = 2
-
-
-Noise = UniformNoise | GaussianNoise
-"""An observation term's additive noise."""
-
-
-@dataclass(frozen=True)
-class ObsTerm:
-    """One observation term: ``func(env, **params)`` -> ``(num_envs, k)``, then noise, clip, scale, delay, history.
-
-    Applied in that order (Isaac Lab's): noise (when the group's corruption is on), clip, scale; the
-    delay buffer returns the value of ``delay`` steps ago; ``history_length > 0`` returns the last
-    ``history_length`` values, oldest first, flattened. Both buffers restart at a reset from the first
-    value of the new episode (through the mask).
-    """
-
-    func: Func
-    params: Mapping[str, Any] = field(default_factory=dict)
-    noise: Noise | None = None
-    clip: tuple[float, float] | None = None
-    scale: float | tuple[float, ...] | None = None
-    delay: int = 0
-    history_length: int = 0
-
-    def __post_init__(self) -> None:
-        where = f"ObsTerm({getattr(self.func, '__name__', self.func)!r})"
-        _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
-        if self.clip is not None:
-            _check(
-                len(self.clip) == 2 and self.clip[0] <= self.clip[1],
-                where,
-                f"`clip` must be (low, high), got {self.clip!r}",
-            )
-        for name in ("delay", "history_length"):
-            value = getattr(self, name)
-            _check(
-                isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-                where,
-                f"`{name}` must be an int >= 0, got {value!r}",
-            )
-
-
-@dataclass(frozen=True)
-class ObsGroup:
-    """An ordered group of observation terms (``policy``, ``critic``...), concatenated by default."""
-
-    terms: Mapping[str, ObsTerm]
-    enable_corruption: bool = True
-    concatenate: bool = True
-    clip: float | None = None
-    """Clip the whole group to ``[-clip, clip]`` after the terms (``None``: no clip)."""
-
-    def __post_init__(self) -> None:
-        _check(len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
-        if self.clip is not None:
-            _check(self.clip > 0, "ObsGroup", f"`clip` must be None or > 0, got {self.clip!r}")
-
-
-@dataclass(frozen=True)
-class RewardTerm:
-    """A weighted reward term; the env multiplies ``weight`` by the step dt (mjlab's convention).
-
-    A term with ``weight == 0`` is skipped (never computed). ``func`` may be a class: it is built once with
-    ``func(env, **params)`` and called as ``term()`` every step; its ``reset(rows)`` (if any) runs at resets.
-    """
-
-    func: Func
-    weight: float
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _check(
-            math.isfinite(self.weight), f"RewardTerm({self.func!r})", f"`weight` must be finite, got {self.weight!r}"
-        )
-
-
-@dataclass(frozen=True)
-class TerminationTerm:
-    """A done condition; ``time_out=True`` makes it a truncation (the episode was cut, not failed)."""
-
-    func: Func
-    params: Mapping[str, Any] = field(default_factory=dict)
-    time_out: bool = False
-
-
-@dataclass(frozen=True)
-class EventTerm:
-    """An event of mode ``startup``, ``reset`` or ``interval``, with its draws and the model fields it writes.
-
-    ``startup``: once per world, and again on the reset rows of ``reset(seed=...)``; ``reset``: every new
-    episode, before the physics state is written; ``interval``: per-env timers drawn from
-    ``interval_range_s``, restarted with each episode.
-
-    ``draws`` uniform words per row are handed to ``func`` as ``u``. A reset event may write the initial
-    physics state through ``env.initial_state`` (``qpos``, ``qvel``: full-width proposals that the engine
-    writes on the reset rows only). ``model_fields`` names the MuJoCo Warp model fields the event writes per
-    world (e.g. ``("geom_friction",)``): they get one row per world.
-    """
-
-    func: Func
-    mode: EventMode
-    params: Mapping[str, Any] = field(default_factory=dict)
-    draws: int = 0
-    interval_range_s: tuple[float, float] | None = None
-    model_fields: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        where = f"EventTerm({getattr(self.func, '__name__', self.func)!r})"
-        _check(
-            self.mode in ("startup", "reset", "interval"),
-            where,
-            f"`mode` must be 'startup', 'reset' or 'interval', got {self.mode!r}",
-        )
-        _check(
-            isinstance(self.draws, int) and self.draws >= 0, where, f"`draws` must be an int >= 0, got {self.draws!r}"
-        )
-        if self.mode == "interval":
-            _check(self.interval_range_s is not None, where, "an 'interval' event needs `interval_range_s`")
-            assert self.interval_range_s is not None
-            _finite_range(where, "interval_range_s", self.interval_range_s)
-            _check(
-                self.interval_range_s[0] > 0, where, f"`interval_range_s` must be > 0, got {self.interval_range_s!r}"
-            )
-        else:
-            _check(
-                self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}"
-            )
-
-
-@dataclass(frozen=True)
-class CurriculumTerm:
-    """``func(env, rows, **params)`` at every reset, before the reset rows' state is redrawn (mjlab's order).
-
-    What it returns is kept in ``env.curriculum_manager.values[name]``.
-    """
-
-    func: Func
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MetricTerm:
-    """A per-step value averaged over each episode and published as ``info["metrics"][name]``."""
-
-    func: Func
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-class CommandTerm(Protocol):
-    """A stateful command (e.g. a velocity or motion command) built by a :class:`CommandCfg`.
-
-    ``reset_draws`` / ``step_draws`` words per row are handed to :meth:`reset` and :meth:`step`.
-    """
-
-    command: torch.Tensor
-    reset_draws: int
-    step_draws: int
-
-    def reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
-        """Resample on the rows of ``rows`` (masked writes) at the start of their episode."""
-
-    def step(self, u: torch.Tensor) -> None:
-        """Advance one env step: resample rows whose time ran out, steer, update."""
-
-    def metrics(self) -> dict[str, torch.Tensor]:
-        """Per-row debug values published as ``info["commands"][name]`` (may be empty)."""
-
-
-@runtime_checkable
-class StatefulTerm(Protocol):
-    """A term object (reward, sensor...) with state per row, cleared at each reset through the mask."""
-
-    def reset(self, rows: torch.Tensor) -> None:
-        """Clear the rows of ``rows`` (masked writes)."""
-
-
-@runtime_checkable
-class CommandCfg(Protocol):
-    """Builds a :class:`CommandTerm` for an env (frozen dataclasses, e.g. ``VelocityCommandCfg``)."""
-
-    def build(self, env: ManagerBasedEnv) -> CommandTerm:
-        """The command's state for ``env``."""
-
-
-class SensorTerm(Protocol):
-    """A stateful sensor updated after the physics of every step, before rewards and terminations."""
-
-    def update(self) -> None:
-        """Read the physics and update the sensor's tensors."""
-
-    def reset(self, rows: torch.Tensor) -> None:
-        """Clear the rows of ``rows`` (masked writes)."""
-
-
-@runtime_checkable
-class SensorCfg(Protocol):
-    """Builds a :class:`SensorTerm` for an env (e.g. ``ContactSensorCfg``)."""
-
-    def build(self, env: ManagerBasedEnv) -> SensorTerm:
-        """The sensor's state for ``env``."""
-
-
-@dataclass(frozen=True)
-class JointPositionAction:
-    """Joint-position targets: ``target = offset + scale * action`` written to the joints' position actuators.
-
-    ``scale`` is one number or one per joint; ``use_default_offset`` takes the offset from the robot's
-    default pose. ``subtract_encoder_bias`` subtracts the per-world encoder bias (``env.encoder_bias``, a
-    startup event's) from the target, as a real robot's controller sees biased encoders.
-    """
-
-    joint_names: tuple[str, ...]
-    scale: float | tuple[float, ...] = 1.0
-    use_default_offset: bool = True
-    clip: tuple[float, float] | None = None
-    subtract_encoder_bias: bool = False
-    delay: int = 0
-    """Steps between the policy's action and the actuators (a delay buffer restarted at each reset)."""
-
-
-@dataclass(frozen=True)
-class JointEffortAction:
-    """Joint torques: ``effort = scale * action`` written to the joints' motor actuators."""
-
-    joint_names: tuple[str, ...]
-    scale: float | tuple[float, ...] = 1.0
-    clip: tuple[float, float] | None = None
-    delay: int = 0
-
-
-ActionCfg = JointPositionAction | JointEffortAction
-"""An action term."""
+from typing import Any, ClassVar, Literal
+
+from gym_graphreset.tasks.protocols import CommandCfg, SensorCfg
+from gym_graphreset.tasks.terms import (
+    ActionCfg,
+    CurriculumTerm,
+    EventTerm,
+    JointEffortAction,
+    JointPositionAction,
+    MetricTerm,
+    ObsGroup,
+    ObsTerm,
+    RewardTerm,
+    TerminationTerm,
+    _check,
+)
+
+__all__ = ["TaskCfg"]
 
 
 @dataclass(frozen=True)

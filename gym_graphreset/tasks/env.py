@@ -35,7 +35,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
-from gym_graphreset.tasks.cfg import CommandTerm, TaskCfg
+from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.draws import STEP_KEY_STRIDE, DrawBlock, StreamAllocator
 from gym_graphreset.tasks.managers import (
     ActionManager,
@@ -46,6 +46,7 @@ from gym_graphreset.tasks.managers import (
     RewardManager,
     TerminationManager,
 )
+from gym_graphreset.tasks.protocols import CommandTerm
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 

@@ -14,16 +14,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from gym_graphreset.tasks.binding import bind
-from gym_graphreset.tasks.cfg import (
-    EventTerm,
-    JointEffortAction,
-    JointPositionAction,
-    StatefulTerm,
-)
 from gym_graphreset.tasks.draws import DrawBlock
 from gym_graphreset.tasks.history import DelayBuffer
 from gym_graphreset.tasks.mdp.commands import span
 from gym_graphreset.tasks.observation_manager import ObservationManager
+from gym_graphreset.tasks.protocols import StatefulTerm
+from gym_graphreset.tasks.terms import EventTerm, JointEffortAction, JointPositionAction
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv

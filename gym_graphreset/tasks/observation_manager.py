@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from gym_graphreset.tasks.binding import bind
-from gym_graphreset.tasks.cfg import GaussianNoise, ObsGroup, ObsTerm, UniformNoise
 from gym_graphreset.tasks.draws import DrawBlock
 from gym_graphreset.tasks.history import CircularBuffer, DelayBuffer
+from gym_graphreset.tasks.terms import GaussianNoise, ObsGroup, ObsTerm, UniformNoise
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv

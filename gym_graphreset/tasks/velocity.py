@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gym_graphreset.tasks import mdp
-from gym_graphreset.tasks.cfg import (
+from gym_graphreset.tasks.cfg import TaskCfg
+from gym_graphreset.tasks.terms import (
     EventTerm,
     JointPositionAction,
     ObsGroup,
     ObsTerm,
     RewardTerm,
-    TaskCfg,
     TerminationTerm,
     UniformNoise,
 )
