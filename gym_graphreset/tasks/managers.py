@@ -9,6 +9,7 @@ the host, so the env's step and reset are the same code eagerly, on the masked p
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,7 +20,7 @@ from gym_graphreset.tasks.history import DelayBuffer
 from gym_graphreset.tasks.mdp.commands import span
 from gym_graphreset.tasks.observation_manager import ObservationManager
 from gym_graphreset.tasks.protocols import StatefulTerm
-from gym_graphreset.tasks.terms import EventTerm, JointEffortAction, JointPositionAction
+from gym_graphreset.tasks.terms import ActionCfg, EventTerm, JointEffortAction, JointPositionAction
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -35,6 +36,21 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class _ActionSlot:
+    """One action term's columns of the raw action and what its apply step needs, built once."""
+
+    name: str
+    cols: slice
+    term: ActionCfg
+    actuators: torch.Tensor
+    scale: torch.Tensor
+    offset: torch.Tensor
+    delay: DelayBuffer | None
+    bias_cols: torch.Tensor | None
+    """The term's joints among the action joints (``env.encoder_bias`` columns), when it subtracts the bias."""
+
+
 class ActionManager:
     """Action terms in action order: the raw action, the previous one, and the actuator writes.
 
@@ -44,7 +60,7 @@ class ActionManager:
 
     def __init__(self, env: ManagerBasedEnv) -> None:
         self.env = env
-        self.terms: list[tuple[str, slice, Any, torch.Tensor, torch.Tensor, torch.Tensor, DelayBuffer | None]] = []
+        self.terms: list[_ActionSlot] = []
         start = 0
         for name, term in env.cfg.actions.items():
             joints = env.joint_index(term.joint_names, f"actions[{name!r}]")
@@ -59,7 +75,11 @@ class ActionManager:
             if isinstance(term, JointPositionAction) and term.use_default_offset:
                 offset = env.default_joint_pos[joints].clone()
             delay = DelayBuffer(env.num_envs, term.delay, k, env.device, torch.float32) if term.delay else None
-            self.terms.append((name, slice(start, start + k), term, actuators, scale_t, offset, delay))
+            biased = isinstance(term, JointPositionAction) and term.subtract_encoder_bias
+            bias_cols = torch.tensor(joints, device=env.device) if biased else None  # the joints' encoder columns
+            self.terms.append(
+                _ActionSlot(name, slice(start, start + k), term, actuators, scale_t, offset, delay, bias_cols)
+            )
             start += k
         self.dim = start
         self.action = torch.zeros(env.num_envs, self.dim, device=env.device)
@@ -71,35 +91,35 @@ class ActionManager:
         env = self.env
         self.prev_action.copy_(self.action)
         self.action.copy_(raw)
-        for _name, cols, term, actuators, scale, offset, delay in self.terms:
-            a = raw[:, cols]
-            if delay is not None:
-                a = delay.delayed(a)
-            if term.clip is not None:
-                a = a.clamp(*term.clip)
-            target = offset + scale * a
-            if isinstance(term, JointPositionAction) and term.subtract_encoder_bias:
-                target = target - env.encoder_bias[:, cols]
+        for slot in self.terms:
+            a = raw[:, slot.cols]
+            if slot.delay is not None:
+                a = slot.delay.delayed(a)
+            if slot.term.clip is not None:
+                a = a.clamp(*slot.term.clip)
+            target = slot.offset + slot.scale * a
+            if slot.bias_cols is not None:
+                target = target - env.encoder_bias[:, slot.bias_cols]
             if self._identity:
                 env.ctrl.copy_(target)
             else:
-                env.ctrl[:, actuators] = target
+                env.ctrl[:, slot.actuators] = target
 
     def reset(self, rows: torch.Tensor) -> None:
         """Zero the actions of the rows of ``rows``; their delay buffers start over."""
         r1 = rows.unsqueeze(1)
         self.action.copy_(torch.where(r1, 0.0, self.action))
         self.prev_action.copy_(torch.where(r1, 0.0, self.prev_action))
-        for *_, delay in self.terms:
-            if delay is not None:
-                delay.restart(rows)
+        for slot in self.terms:
+            if slot.delay is not None:
+                slot.delay.restart(rows)
 
     @property
     def kinds(self) -> dict[str, str]:
         """Action term -> its kind."""
         return {
-            name: "joint_effort" if isinstance(t, JointEffortAction) else "joint_position"
-            for name, _, t, *_ in self.terms
+            slot.name: "joint_effort" if isinstance(slot.term, JointEffortAction) else "joint_position"
+            for slot in self.terms
         }
 
 

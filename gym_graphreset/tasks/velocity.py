@@ -139,7 +139,10 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
         model=robot.model,
         decimation=4,
         episode_length_s=20.0,
-        actions={"joint_pos": JointPositionAction(robot.joint_names, scale=robot.action_scale)},
+        actions={
+            # the target's offset is the biased encoder's zero, as mjlab's JointPositionAction writes it
+            "joint_pos": JointPositionAction(robot.joint_names, scale=robot.action_scale, subtract_encoder_bias=True)
+        },
         observations={"policy": ObsGroup(policy), "critic": ObsGroup(critic, enable_corruption=False)},
         rewards=rewards,
         terminations={

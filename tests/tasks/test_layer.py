@@ -170,6 +170,28 @@ def test_reset_rows_restart_their_buffers_and_sums(env: ManagerBasedEnv) -> None
     assert env.curriculum_manager.values["upright_weight"].item() in (1.0, 0.5)
 
 
+def test_position_targets_subtract_each_joint_s_own_encoder_bias() -> None:
+    """Two action terms, each with its own scale: each target is offset + scale a - its joint's bias."""
+    cfg = velocity_task(ROBOT)
+    assert cfg.actions["joint_pos"].subtract_encoder_bias  # mjlab's action: the biased encoder's zero
+    one = cfg.actions["joint_pos"]
+    actions = {
+        "right": replace(one, joint_names=("right_hip",), scale=(0.5,)),
+        "left": replace(one, joint_names=("left_hip",), scale=(0.25,)),
+    }
+    env = ManagerBasedEnv(replace(cfg, actions=actions), N, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=4)
+    assert env.joint_names == ("right_hip", "left_hip")  # action order
+    bias = env.encoder_bias.clone()
+    assert (bias[:, 0] != bias[:, 1]).all(), "the startup event draws a bias per joint"
+    a = torch.tensor([[1.0, -2.0]]).expand(N, 2)  # action columns: right, then left
+    env.action_manager.apply(a)
+    right, left = env.mjm.actuator("right_hip").id, env.mjm.actuator("left_hip").id
+    torch.testing.assert_close(env.ctrl[:, right], -0.1 + 0.5 * 1.0 - bias[:, 0])
+    torch.testing.assert_close(env.ctrl[:, left], 0.1 + 0.25 * -2.0 - bias[:, 1])
+    env.close()
+
+
 def test_curriculum_changes_the_weight_on_the_device(env: ManagerBasedEnv) -> None:
     i = env.reward_names.index("upright")
     env.common_step.fill_(25)

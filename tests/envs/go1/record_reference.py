@@ -22,11 +22,18 @@ def actions(step: int) -> torch.Tensor:
 
 
 def rollout() -> dict[str, np.ndarray]:
-    """Every step's policy/critic obs, reward, flags and weighted reward terms through the masked path."""
+    """Every step's policy/critic obs, reward, flags and weighted reward terms through the masked path.
+
+    The recording predates the action's encoder-bias subtraction, so it runs with that off: everything else
+    is the registered task.
+    """
     import gymnasium as gym
 
     import gym_graphreset  # noqa: F401  (registers the ids)
     from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
+
+    cfg = go1_velocity_flat_cfg().replace_term("actions", "joint_pos", subtract_encoder_bias=False)
 
     inner = gym.make_vec(
         "gym_graphreset/Go1-Velocity-Flat-v0",
@@ -34,6 +41,7 @@ def rollout() -> dict[str, np.ndarray]:
         vectorization_mode="vector_entry_point",
         device="cpu",
         max_episode_steps=HORIZON,
+        cfg=cfg,
     )
     env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent")
     obs, _ = env.reset(seed=SEED)
