@@ -1,17 +1,11 @@
-"""Command line: ``python -m gym_graphreset {demo,bench,play,export}`` (also installed as ``gym-graphreset``).
-
-``demo`` and ``bench`` time the step modes; ``play`` runs a trained checkpoint (the PPO example's or rsl_rl's)
-deterministically on a registered task and films some of its worlds; ``export`` writes that policy as ONNX
-and TorchScript, the observation normaliser folded in, and checks each file against the torch policy.
-"""
+"""``demo`` and ``bench``: time the step modes (and peers, CPU baselines, model variants) on a registered task."""
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +15,7 @@ import torch
 from gym_graphreset.bench.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
 from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
 from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
+from gym_graphreset.cli.args import int_at_least, seconds, sizes, usage_error
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
@@ -29,60 +24,19 @@ class VariantRejected(ValueError):
     """The env's constructor refused a ``--variant``'s keyword arguments."""
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an int >= ``minimum`` (anything else is argparse's usage error, naming the flag)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an int >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an int >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _sizes(text: str) -> list[int]:
-    """An argparse ``type``: comma-separated ints >= 1 (batch sizes, process counts)."""
-    parts = [part.strip() for part in text.split(",")]
-    try:
-        values = [int(part) for part in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be comma-separated ints >= 1, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"must be comma-separated ints >= 1, got {text!r}")
-    return values
-
-
-def _seconds(text: str) -> float:
-    """An argparse ``type``: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
-    return value
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parsers(sub: Any) -> None:
+    """The ``demo`` and ``bench`` subcommands' arguments."""
     for name, help_text, steps, envs in (
         ("demo", "a short run of every mode on the default env", 300, "4096"),
         ("bench", "a longer run over several batch sizes, saved as JSON and a PNG plot", 1000, "512,4096,16384"),
     ):
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("--env-id", default=DEFAULT_ENV, help=f"a registered vector env id (default: {DEFAULT_ENV})")
-        p.add_argument("--num-envs", type=_sizes, default=envs, help=f"comma-separated batch sizes (default: {envs})")
-        p.add_argument("--steps", type=_int_at_least(1), default=steps, help=f"timed steps per mode (default: {steps})")
+        p.add_argument("--num-envs", type=sizes, default=envs, help=f"comma-separated batch sizes (default: {envs})")
+        p.add_argument("--steps", type=int_at_least(1), default=steps, help=f"timed steps per mode (default: {steps})")
         p.add_argument(
             "--warmup",
-            type=_int_at_least(0),
+            type=int_at_least(0),
             default=10,
             help="untimed steps per mode, capture included (default: 10)",
         )
@@ -111,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--async-envs",
-            type=_sizes,
+            type=sizes,
             default="16",
             help="comma-separated process counts for --async-baseline (default: 16)",
         )
@@ -141,45 +95,14 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--peer-pythonpath", default=None, help="PYTHONPATH for the peer's interpreter (replaces ours)")
         p.add_argument("--peer-task", default=None, help="the peer's task id (default: its Go1 flat velocity task)")
         p.add_argument(
-            "--peer-timeout", type=_seconds, default=300.0, help="seconds allowed per peer size (default: 300)"
+            "--peer-timeout", type=seconds, default=300.0, help="seconds allowed per peer size (default: 300)"
         )
         p.add_argument(
             "--envpool-envs",
-            type=_sizes,
+            type=sizes,
             default="64,256,512",
             help="num_envs swept for --cpu-baseline envpool (default: 64,256,512)",
         )
-    _play_parser(sub)
-    _export_parser(sub)
-    return parser
-
-
-def _play_parser(sub: Any) -> None:
-    help_text = "run a checkpoint's deterministic policy on a registered task and film some of its worlds"
-    p = sub.add_parser("play", help=help_text, description=help_text)
-    p.add_argument("checkpoint", type=Path, help="a checkpoint of examples/ppo_continuous.py or of rsl_rl's runner")
-    p.add_argument("--env-id", default=None, help="a registered vector env id (default: the checkpoint's task)")
-    p.add_argument("--num-envs", type=int, default=4, help="worlds stepped (default: 4)")
-    p.add_argument("--steps", type=int, default=250, help="env steps (default: 250)")
-    p.add_argument("--worlds", default="0", help="comma-separated worlds in the video, left to right (default: 0)")
-    p.add_argument(
-        "--video", type=Path, default=None, help="MP4 path, a GIF where no encoder (default: runs/play-<task>.mp4)"
-    )
-    p.add_argument("--no-video", action="store_true", help="print the returns only")
-    p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
-    p.add_argument("--seed", type=int, default=0, help="the seed of the reset (default: 0)")
-    p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
-
-
-def _export_parser(sub: Any) -> None:
-    help_text = "write a checkpoint's deterministic policy as ONNX and TorchScript and check them against torch"
-    p = sub.add_parser("export", help=help_text, description=help_text)
-    p.add_argument("checkpoint", type=Path, help="a checkpoint of examples/ppo_continuous.py or of rsl_rl's runner")
-    p.add_argument("--out", type=Path, default=Path("exported"), help="output folder (default: exported)")
-    p.add_argument(
-        "--formats", default="onnx,torchscript", help="comma-separated, of onnx, torchscript (default: both)"
-    )
-    p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
 
 
 def _envpool_baseline(env_id: str, num_envs: list[int], steps: int) -> list[Any]:
@@ -198,11 +121,6 @@ def _envpool_baseline(env_id: str, num_envs: list[int], steps: int) -> list[Any]
 def same_task(env_id: str, gym_id: str) -> bool:
     """Whether ``gym_id`` (Gymnasium's) is the task ``env_id`` (ours) runs: ``gym_graphreset/Ant-v5`` is ``Ant-v5``."""
     return env_id.split("/")[-1] == gym_id
-
-
-def _usage_error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
 
 
 def _writable(out: Path) -> str | None:
@@ -354,150 +272,20 @@ def _print_comparisons(args: argparse.Namespace, results: list[Any]) -> None:
         )
 
 
-def _device(name: str) -> torch.device | str:
-    """The ``--device`` asked for, or what is wrong with it."""
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return "--device cuda asked for, but CUDA is not available"
-    return device
-
-
-def _load(args: argparse.Namespace) -> Any:
-    """The checkpoint's policy, or a usage message (a string) saying why it cannot be read."""
-    from gym_graphreset.integrations.export import load_policy
-
-    try:
-        return load_policy(args.checkpoint, activation=args.activation)
-    except (FileNotFoundError, ValueError) as exc:
-        return str(exc)
-
-
-def play(args: argparse.Namespace) -> int:
-    """The ``play`` subcommand: the returns printed, the video written (or skipped with a notice)."""
-    from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
-    from gym_graphreset.core.terms import EpisodeStatistics
-
-    if args.num_envs < 1 or args.steps < 1:
-        return _usage_error(f"--num-envs and --steps must be >= 1, got {args.num_envs} and {args.steps}")
-    try:
-        worlds = [int(w) for w in args.worlds.split(",") if w.strip()]
-    except ValueError:
-        return _usage_error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
-    if not worlds or any(not 0 <= w < args.num_envs for w in worlds):
-        return _usage_error(f"--worlds must be in [0, {args.num_envs}) (--num-envs), got {args.worlds!r}")
-    device = _device(args.device)
-    if isinstance(device, str):
-        return _usage_error(device)
-    policy = _load(args)
-    if isinstance(policy, str):
-        return _usage_error(policy)
-    env_id = args.env_id or policy.source.env_id
-    if env_id is None:
-        return _usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
-    if env_id not in gym.registry:
-        return _usage_error(f"--env-id must be a registered env id, got {env_id!r}")
-    inner = gym.make_vec(
-        env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **policy.source.env_kwargs
-    )
-    env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent", reset_terms={"episode": EpisodeStatistics()})
-    policy = policy.to(device)
-    obs, _ = env.reset(seed=args.seed)
-    width = policy.observation(obs).shape[-1]
-    if width != policy.obs_dim:
-        env.close()
-        return _usage_error(f"the checkpoint's policy reads {policy.obs_dim} observation columns, {env_id} has {width}")
-    view = None if args.no_video else _renderer(env, worlds)
-    frames = [view.frame()] if view is not None else []
-    returns = torch.zeros(args.num_envs, device=device)
-    ended = torch.zeros(3, dtype=torch.float64, device=device)  # finished episodes: returns, lengths, count
-    with torch.no_grad():
-        for _ in range(args.steps):
-            obs, reward, *_, info = env.step(policy(policy.observation(obs)))
-            returns += reward
-            done = info["_episode"]
-            r, n = info["episode"]["r"], info["episode"]["l"]
-            ended += torch.stack((torch.where(done, r, 0.0).sum(), torch.where(done, n, 0).sum(), done.sum()))
-            returns = torch.where(done, 0.0, returns)
-            if view is not None:
-                frames.append(view.frame())
-    if view is not None:
-        view.close()
-    total, length, count = ended.tolist()
-    shown = ", ".join(f"world {w}: {returns[w].item():.2f}" for w in worlds)
-    print(
-        f"{env_id} x{args.num_envs}, {args.steps} steps of the deterministic policy: {count:.0f} episodes ended"
-        + (f", mean return {total / count:.2f}, mean length {length / count:.1f}" if count else "")
-        + f"; running return {shown}"
-    )
-    if frames:
-        from gym_graphreset.envs.mjwarp.rendering import save_video
-
-        path = args.video or Path("runs") / f"play-{env_id.split('/')[-1]}.mp4"
-        physics: Any = env.unwrapped  # a MuJoCo Warp env: it rendered
-        written = save_video(frames, path, fps=1.0 / float(physics.dt))
-        if written is not None:
-            print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
-    env.close()
-    return 0
-
-
-def _renderer(env: Any, worlds: list[int]) -> Any:
-    """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
-    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
-
-    try:
-        return WorldsView(env, worlds)
-    except (RenderUnavailable, TypeError) as exc:
-        print(f"play: no video ({exc}); the returns only")
-        return None
-
-
-def export(args: argparse.Namespace) -> int:
-    """The ``export`` subcommand: each format written and checked against the torch policy."""
-    from gym_graphreset.integrations.export import check_export, export_onnx, export_torchscript
-
-    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
-    if not formats or set(formats) - {"onnx", "torchscript"}:
-        return _usage_error(f"--formats must be a comma-separated subset of onnx, torchscript, got {args.formats!r}")
-    policy = _load(args)
-    if isinstance(policy, str):
-        return _usage_error(policy)
-    for kind in formats:
-        if kind == "onnx":
-            try:
-                import onnx  # noqa: F401
-                import onnxscript  # noqa: F401  (torch's exporter builds the graph with it)
-            except ImportError:
-                print("onnx is not installed (pip install 'gym_graphreset[export]'): skipped the ONNX export")
-                continue
-            path = export_onnx(policy, args.out / "policy.onnx")
-        else:
-            path = export_torchscript(policy, args.out / "policy.pt")
-        check = check_export(policy, path)
-        diff = "" if check.max_abs_diff is None else f", max |diff| {check.max_abs_diff:.2g} on 256 random observations"
-        print(f"wrote {path} (checked with {check.runtime}{diff})")
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    args = _parser().parse_args(argv)
-    if args.command == "play":
-        return play(args)
-    if args.command == "export":
-        return export(args)
+def run(args: argparse.Namespace) -> int:
+    """The ``demo`` and ``bench`` subcommands: every mode measured, printed, saved as JSON and plotted."""
     chosen = _choices(args)
     if isinstance(chosen, str):
-        return _usage_error(chosen)
+        return usage_error(chosen)
     device, modes, baselines = chosen
     peer_chosen = _peer_choices(args, device)
     if isinstance(peer_chosen, str):
-        return _usage_error(peer_chosen)
+        return usage_error(peer_chosen)
     variants, configs = peer_chosen
     try:
         results = _measure(args, device, modes, baselines, variants, configs)
     except VariantRejected as exc:
-        return _usage_error(str(exc))
+        return usage_error(str(exc))
     ours_and_baselines = [r for r in results if r.extra.get("engine") not in PEERS]
     print()
     print(table(ours_and_baselines))
@@ -536,7 +324,3 @@ def _variants(texts: Sequence[str], env_id: str) -> dict[str, Variant]:
             raise ValueError(f"`--variant {variant.label}`: model_xml {str(model)!r} is not a file")
         variants[key] = variant
     return variants
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,38 @@
+"""Command line: ``python -m gym_graphreset {demo,bench,play,export}`` (also installed as ``gym-graphreset``).
+
+``demo`` and ``bench`` time the step modes (:mod:`gym_graphreset.cli.bench`); ``play`` runs a trained
+checkpoint (the PPO example's or rsl_rl's) deterministically on a registered task and films some of its
+worlds; ``export`` writes that policy as ONNX and TorchScript, the observation normaliser folded in, and
+checks each file against the torch policy (:mod:`gym_graphreset.cli.policy`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from gym_graphreset.cli import bench, policy
+from gym_graphreset.cli.bench import DEFAULT_ENV, VariantRejected, same_task
+
+__all__ = ["DEFAULT_ENV", "VariantRejected", "main", "same_task"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    bench.add_parsers(sub)
+    policy.add_play_parser(sub)
+    policy.add_export_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if args.command == "play":
+        return policy.play(args)
+    if args.command == "export":
+        return policy.export(args)
+    return bench.run(args)

@@ -1,0 +1,52 @@
+"""Argument types shared by the subcommands, and the usage-error exit."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an int >= ``minimum`` (anything else is argparse's usage error, naming the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an int >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an int >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def sizes(text: str) -> list[int]:
+    """An argparse ``type``: comma-separated ints >= 1 (batch sizes, process counts)."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        values = [int(part) for part in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated ints >= 1, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"must be comma-separated ints >= 1, got {text!r}")
+    return values
+
+
+def seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def usage_error(message: str) -> int:
+    """Print ``message`` as argparse prints a usage error; the exit status 2."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2

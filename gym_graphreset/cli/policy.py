@@ -1,0 +1,167 @@
+"""``play`` and ``export``: run a trained checkpoint's deterministic policy and film it, or export it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+
+from gym_graphreset.cli.args import usage_error
+
+
+def add_play_parser(sub: Any) -> None:
+    """The ``play`` subcommand's arguments."""
+    help_text = "run a checkpoint's deterministic policy on a registered task and film some of its worlds"
+    p = sub.add_parser("play", help=help_text, description=help_text)
+    p.add_argument("checkpoint", type=Path, help="a checkpoint of examples/ppo_continuous.py or of rsl_rl's runner")
+    p.add_argument("--env-id", default=None, help="a registered vector env id (default: the checkpoint's task)")
+    p.add_argument("--num-envs", type=int, default=4, help="worlds stepped (default: 4)")
+    p.add_argument("--steps", type=int, default=250, help="env steps (default: 250)")
+    p.add_argument("--worlds", default="0", help="comma-separated worlds in the video, left to right (default: 0)")
+    p.add_argument(
+        "--video", type=Path, default=None, help="MP4 path, a GIF where no encoder (default: runs/play-<task>.mp4)"
+    )
+    p.add_argument("--no-video", action="store_true", help="print the returns only")
+    p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of the reset (default: 0)")
+    p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
+
+
+def add_export_parser(sub: Any) -> None:
+    """The ``export`` subcommand's arguments."""
+    help_text = "write a checkpoint's deterministic policy as ONNX and TorchScript and check them against torch"
+    p = sub.add_parser("export", help=help_text, description=help_text)
+    p.add_argument("checkpoint", type=Path, help="a checkpoint of examples/ppo_continuous.py or of rsl_rl's runner")
+    p.add_argument("--out", type=Path, default=Path("exported"), help="output folder (default: exported)")
+    p.add_argument(
+        "--formats", default="onnx,torchscript", help="comma-separated, of onnx, torchscript (default: both)"
+    )
+    p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
+
+
+def _device(name: str) -> torch.device | str:
+    """The ``--device`` asked for, or what is wrong with it."""
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return "--device cuda asked for, but CUDA is not available"
+    return device
+
+
+def _load(args: argparse.Namespace) -> Any:
+    """The checkpoint's policy, or a usage message (a string) saying why it cannot be read."""
+    from gym_graphreset.integrations.export import load_policy
+
+    try:
+        return load_policy(args.checkpoint, activation=args.activation)
+    except (FileNotFoundError, ValueError) as exc:
+        return str(exc)
+
+
+def play(args: argparse.Namespace) -> int:
+    """The ``play`` subcommand: the returns printed, the video written (or skipped with a notice)."""
+    from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.core.terms import EpisodeStatistics
+
+    if args.num_envs < 1 or args.steps < 1:
+        return usage_error(f"--num-envs and --steps must be >= 1, got {args.num_envs} and {args.steps}")
+    try:
+        worlds = [int(w) for w in args.worlds.split(",") if w.strip()]
+    except ValueError:
+        return usage_error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
+    if not worlds or any(not 0 <= w < args.num_envs for w in worlds):
+        return usage_error(f"--worlds must be in [0, {args.num_envs}) (--num-envs), got {args.worlds!r}")
+    device = _device(args.device)
+    if isinstance(device, str):
+        return usage_error(device)
+    policy = _load(args)
+    if isinstance(policy, str):
+        return usage_error(policy)
+    env_id = args.env_id or policy.source.env_id
+    if env_id is None:
+        return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
+    if env_id not in gym.registry:
+        return usage_error(f"--env-id must be a registered env id, got {env_id!r}")
+    inner = gym.make_vec(
+        env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **policy.source.env_kwargs
+    )
+    env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent", reset_terms={"episode": EpisodeStatistics()})
+    policy = policy.to(device)
+    obs, _ = env.reset(seed=args.seed)
+    width = policy.observation(obs).shape[-1]
+    if width != policy.obs_dim:
+        env.close()
+        return usage_error(f"the checkpoint's policy reads {policy.obs_dim} observation columns, {env_id} has {width}")
+    view = None if args.no_video else _renderer(env, worlds)
+    frames = [view.frame()] if view is not None else []
+    returns = torch.zeros(args.num_envs, device=device)
+    ended = torch.zeros(3, dtype=torch.float64, device=device)  # finished episodes: returns, lengths, count
+    with torch.no_grad():
+        for _ in range(args.steps):
+            obs, reward, *_, info = env.step(policy(policy.observation(obs)))
+            returns += reward
+            done = info["_episode"]
+            r, n = info["episode"]["r"], info["episode"]["l"]
+            ended += torch.stack((torch.where(done, r, 0.0).sum(), torch.where(done, n, 0).sum(), done.sum()))
+            returns = torch.where(done, 0.0, returns)
+            if view is not None:
+                frames.append(view.frame())
+    if view is not None:
+        view.close()
+    total, length, count = ended.tolist()
+    shown = ", ".join(f"world {w}: {returns[w].item():.2f}" for w in worlds)
+    print(
+        f"{env_id} x{args.num_envs}, {args.steps} steps of the deterministic policy: {count:.0f} episodes ended"
+        + (f", mean return {total / count:.2f}, mean length {length / count:.1f}" if count else "")
+        + f"; running return {shown}"
+    )
+    if frames:
+        from gym_graphreset.envs.mjwarp.rendering import save_video
+
+        path = args.video or Path("runs") / f"play-{env_id.split('/')[-1]}.mp4"
+        physics: Any = env.unwrapped  # a MuJoCo Warp env: it rendered
+        written = save_video(frames, path, fps=1.0 / float(physics.dt))
+        if written is not None:
+            print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
+    env.close()
+    return 0
+
+
+def _renderer(env: Any, worlds: list[int]) -> Any:
+    """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
+    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
+
+    try:
+        return WorldsView(env, worlds)
+    except (RenderUnavailable, TypeError) as exc:
+        print(f"play: no video ({exc}); the returns only")
+        return None
+
+
+def export(args: argparse.Namespace) -> int:
+    """The ``export`` subcommand: each format written and checked against the torch policy."""
+    from gym_graphreset.integrations.export import check_export, export_onnx, export_torchscript
+
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if not formats or set(formats) - {"onnx", "torchscript"}:
+        return usage_error(f"--formats must be a comma-separated subset of onnx, torchscript, got {args.formats!r}")
+    policy = _load(args)
+    if isinstance(policy, str):
+        return usage_error(policy)
+    for kind in formats:
+        if kind == "onnx":
+            try:
+                import onnx  # noqa: F401
+                import onnxscript  # noqa: F401  (torch's exporter builds the graph with it)
+            except ImportError:
+                print("onnx is not installed (pip install 'gym_graphreset[export]'): skipped the ONNX export")
+                continue
+            path = export_onnx(policy, args.out / "policy.onnx")
+        else:
+            path = export_torchscript(policy, args.out / "policy.pt")
+        check = check_export(policy, path)
+        diff = "" if check.max_abs_diff is None else f", max |diff| {check.max_abs_diff:.2g} on 256 random observations"
+        print(f"wrote {path} (checked with {check.runtime}{diff})")
+    return 0
