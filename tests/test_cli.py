@@ -237,7 +237,11 @@ def test_play_without_video_and_on_another_env_width(
     [
         (["--worlds", "4"], "--worlds must be in [0, 4) (--num-envs), got '4'"),
         (["--worlds", "a"], "--worlds must be comma-separated integers, got 'a'"),
-        (["--env-id", "nope/Nope-v0"], "--env-id must be a registered env id, got 'nope/Nope-v0'"),
+        (["--env-id", "nope/Nope-v0"], "--env-id must be a registered env id (or module:id), got 'nope/Nope-v0'"),
+        (
+            ["--env-id", "no_such_module:Nope-v0"],
+            "--env-id 'no_such_module:Nope-v0': the module 'no_such_module' that registers it cannot be imported",
+        ),
     ],
 )
 def test_play_refuses_bad_arguments_by_name(

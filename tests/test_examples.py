@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -267,3 +268,39 @@ def test_ppo_captured_update_matches_eager(compile: bool) -> None:
         torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=f"{name} differs after 3 updates")
     canary = assert_sync_free(graphed, device="cuda", steps=3)
     print(f"\nPPO update graph (compile={compile}) canary: {canary}")
+
+
+@pytest.fixture(scope="module")
+def own_robot() -> Any:
+    pytest.importorskip("mujoco_warp", reason="the own-robot example runs on MuJoCo Warp (the `mjwarp` extra)")
+    return _load("own_robot")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_own_robot_task_is_masked_equal_to_selected_with_no_host_read(own_robot: Any, capsys: Any) -> None:
+    """The guide's check on the user's quadruped, own reward term included (it raises on any mismatch)."""
+    own_robot.check(num_envs=4, steps=30)
+    assert "bit for bit; no host read" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_own_robot_trains_plays_and_exports_by_its_module_id(own_robot: Any, tmp_path: Path, capsys: Any) -> None:
+    """``module:id`` reaches the PPO example and the CLI; the policy changes; play and export run on it."""
+    import torch
+
+    from gym_graphreset.cli import main
+
+    ppo = _load("ppo_continuous")
+    env_id = f"own_robot:{own_robot.ENV_ID}"
+    argv = ["--env-id", env_id, "--num-envs", "4", "--num-steps", "8", "--total-timesteps", str(4 * 8 * 2)]
+    argv += ["--device", "cpu", "--num-minibatches", "2", "--update-epochs", "1", "--hidden-dims", "16,16"]
+    argv += ["--out", str(tmp_path / "out"), "--save-dir", str(tmp_path / "ckpt"), "--save-every", "1"]
+    ppo.train(ppo.parse_args(argv))
+    first, second = (torch.load(tmp_path / "ckpt" / f"model_{i}.pt", weights_only=False)["agent"] for i in (1, 2))
+    assert all(torch.isfinite(v).all() for v in second.values())
+    assert any(not torch.equal(first[k], second[k]) for k in first), "the second update changed no weight"
+    checkpoint = tmp_path / "ckpt" / "model_2.pt"
+    assert main(["play", str(checkpoint), "--env-id", env_id, "--steps", "3", "--no-video", "--device", "cpu"]) == 0
+    assert f"{env_id} x4, 3 steps of the deterministic policy" in capsys.readouterr().out
+    assert main(["export", str(checkpoint), "--out", str(tmp_path / "exported"), "--formats", "torchscript"]) == 0
+    assert (tmp_path / "exported" / "policy.pt").is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,8 @@ def play(args: argparse.Namespace) -> int:
     env_id = args.env_id or policy.source.env_id
     if env_id is None:
         return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
-    if env_id not in gym.registry:
-        return usage_error(f"--env-id must be a registered env id, got {env_id!r}")
+    if problem := _unregistered(env_id):
+        return usage_error(problem)
     inner = gym.make_vec(
         env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **policy.source.env_kwargs
     )
@@ -127,6 +128,19 @@ def play(args: argparse.Namespace) -> int:
             print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
     env.close()
     return 0
+
+
+def _unregistered(env_id: str) -> str | None:
+    """Why ``env_id`` cannot be made (``None``: it can); ``module:id`` imports ``module`` first, as Gymnasium does."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            return f"--env-id {env_id!r}: the module {module!r} that registers it cannot be imported ({exc})"
+    if name not in gym.registry:
+        return f"--env-id must be a registered env id (or module:id), got {env_id!r}"
+    return None
 
 
 def _renderer(env: Any, worlds: list[int]) -> Any:

@@ -10,6 +10,7 @@ tracking for any robot.
 from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.env import ManagerBasedEnv
+from gym_graphreset.tasks.registry import register_task
 from gym_graphreset.tasks.terms import (
     CurriculumTerm,
     EventTerm,
@@ -41,5 +42,6 @@ __all__ = [
     "TerminationTerm",
     "UniformNoise",
     "mdp",
+    "register_task",
     "velocity_task",
 ]
