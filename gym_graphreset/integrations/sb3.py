@@ -238,11 +238,22 @@ class SB3VecEnv(VecEnv):
         return [in_chain or (subs is not None and wrapped(subs[i])) for i in self._indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        """Refused with a clear error: the batched torch envs of this library do not render."""
-        raise NotImplementedError(
-            f"{type(self.env).__name__} does not render (its envs are built with render_mode=None); "
-            "SB3's VecEnv.render() and video recorders need an env that returns rgb_array frames"
-        )
+        """One ``(h, w, 3)`` frame per rendered world, for SB3's ``VecEnv.render()`` and ``VecVideoRecorder``.
+
+        The env must be built with ``render_mode="rgb_array"``; ``render_worlds=[0]`` films one world
+        (SB3 tiles every frame it gets, and each is a CPU render).
+
+        Raises:
+            NotImplementedError: the env was built without ``render_mode="rgb_array"``.
+        """
+        if self.render_mode != "rgb_array":
+            raise NotImplementedError(
+                f"{type(self.env).__name__} does not render (render_mode={self.render_mode!r}): build the env with "
+                'render_mode="rgb_array" (and render_worlds=[0] for one world) for SB3\'s render() and '
+                "VecVideoRecorder"
+            )
+        frames = self.env.render()
+        return [np.asarray(frame) for frame in frames] if frames is not None else [None] * self.num_envs
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Seed the next reset (the batched env derives every row's draws from one seed)."""

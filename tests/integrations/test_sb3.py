@@ -4,6 +4,9 @@ statistics; SB3's PPO and SAC learn on it unmodified; VecNormalize and VecMonito
 from __future__ import annotations
 
 import re
+import sys
+import types
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -177,9 +180,54 @@ def test_torch_batched_env_refuses_per_index_writes_clearly(cartpole: SB3VecEnv)
     assert cartpole.get_attr("max_episode_steps") == [6] * 8  # found down the chain, on the inner env
 
 
-def test_render_is_refused_with_a_clear_error(cartpole: SB3VecEnv) -> None:
-    with pytest.raises(NotImplementedError, match="does not render"):
+def test_render_without_a_render_mode_is_refused_with_a_clear_error(cartpole: SB3VecEnv) -> None:
+    with pytest.raises(NotImplementedError, match=re.escape("does not render (render_mode=None): build the env with")):
         cartpole.get_images()
+
+
+def test_vec_video_recorder_films_the_rendered_worlds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SB3's own VecVideoRecorder over a MuJoCo Warp env with render_mode="rgb_array": one tile per world."""
+    pytest.importorskip("mujoco_warp", reason="rendering needs a MuJoCo Warp env (the `mjwarp` extra)")
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+
+    inner = gym.make_vec(
+        "gym_graphreset/InvertedPendulum-v5",
+        num_envs=4,
+        vectorization_mode="vector_entry_point",
+        device="cpu",
+        render_mode="rgb_array",
+        render_worlds=[0, 2],
+        render_size=(32, 24),
+    )
+    env = SB3VecEnv(FixedShapeAutoresetVectorEnv(inner, "masked"))
+    assert env.render_mode == "rgb_array"
+    env.reset()
+    try:
+        images = env.get_images()
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+    assert [im.shape for im in images] == [(24, 32, 3), (24, 32, 3)]  # the two render_worlds
+    written: list[np.ndarray] = []
+
+    class Clip:  # moviepy's ImageSequenceClip as the recorder calls it: keeps the frames, encodes nothing
+        def __init__(self, frames: list[np.ndarray], fps: float) -> None:
+            written.extend(frames)
+
+        def write_videofile(self, path: str) -> None:
+            pass
+
+    for name in ("moviepy", "moviepy.video", "moviepy.video.io", "moviepy.video.io.ImageSequenceClip"):
+        monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(ImageSequenceClip=Clip))
+    recorder = VecVideoRecorder(env, str(tmp_path), record_video_trigger=lambda step: step == 0, video_length=3)
+    recorder.reset()
+    for _ in range(3):
+        recorder.step(np.zeros((4, 1), dtype=np.float32))
+    recorder.close()
+    assert len(written) >= 3 and written[0].shape == (48, 32, 3)  # SB3's tile_images: two tiles, one above the other
+    assert written[0].std() > 0
+    assert not np.array_equal(written[0], written[-1])  # the pendulums moved
 
 
 def test_set_options_reaches_the_reset() -> None:
