@@ -1,9 +1,9 @@
 """The CleanRL recipe on CleanRL's real script: docs/cleanrl.md's diff, applied as written to a pinned commit of
 ``cleanrl/ppo_continuous_action.py``, runs a few hundred steps on the CPU and logs raw episode returns.
 
-The script (MIT, CleanRL developers) is not shipped: it is read from ``GYM_GRAPHRESET_CLEANRL_SCRIPT`` or downloaded
-once into ``~/.cache/gym_graphreset/``; without either the script test is skipped with the reason. The recipe's
-parser and applier are tested on their own, always.
+The script (MIT, CleanRL developers) is vendored byte for byte in ``tests/integrations/data/cleanrl/`` (with its
+licence); ``GYM_GRAPHRESET_CLEANRL_SCRIPT`` points the test at another copy. Either way its sha256 must be the
+pinned commit's. The recipe's parser and applier are tested on their own, always.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import re
 import runpy
 import sys
 import types
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,8 +22,7 @@ import pytest
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cleanrl.md"
 COMMIT = "fe8d8a03c41a7ef5b523e2e354bd01c363e786bb"
 SHA256 = "326dd8678bf9cc51abec833eb551ef2409a3804d604b689e1f0a084eca41f655"
-URL = f"https://raw.githubusercontent.com/vwxyzjn/cleanrl/{COMMIT}/cleanrl/ppo_continuous_action.py"
-CACHE = Path.home() / ".cache" / "gym_graphreset" / f"cleanrl-ppo_continuous_action-{SHA256[:12]}.py"
+VENDORED = Path(__file__).with_name("data") / "cleanrl" / "ppo_continuous_action.py"
 SEPARATOR = "..."
 ENV_VAR = "GYM_GRAPHRESET_CLEANRL_SCRIPT"
 
@@ -93,21 +90,9 @@ def test_recipe_parses() -> None:
 
 
 def _script() -> str:
-    """The pinned script: from GYM_GRAPHRESET_CLEANRL_SCRIPT, the cache, or a download (else skip)."""
+    """The pinned script: from GYM_GRAPHRESET_CLEANRL_SCRIPT, else the vendored copy."""
     given = os.environ.get(ENV_VAR)
-    if given:
-        data = Path(given).read_bytes()
-    elif CACHE.exists():
-        data = CACHE.read_bytes()
-    else:
-        try:
-            with urllib.request.urlopen(URL, timeout=20) as response:
-                data = response.read()
-        except (urllib.error.URLError, OSError) as error:
-            pytest.skip(f"CleanRL's script is not here and cannot be downloaded ({error}); set {ENV_VAR}")
-        if hashlib.sha256(data).hexdigest() == SHA256:
-            CACHE.parent.mkdir(parents=True, exist_ok=True)
-            CACHE.write_bytes(data)
+    data = Path(given).read_bytes() if given else VENDORED.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     assert digest == SHA256, f"not CleanRL's ppo_continuous_action.py at {COMMIT} (sha256 {digest})"
     return data.decode()
