@@ -21,6 +21,8 @@ from gym_graphreset.core.rng import counter_normal
 from gym_graphreset.envs import CartPoleVectorEnv
 
 CUDA = torch.cuda.is_available()
+# Vendored third-party scripts are data that tests run, not test modules (--doctest-modules would import them).
+collect_ignore_glob = ["integrations/data/*"]
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # one xdist worker per core: torch's threads share them
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

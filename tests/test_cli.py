@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from gym_graphreset.cli import main
 
@@ -71,6 +72,31 @@ def test_demo_without_matplotlib_writes_json_and_skips_the_plot(
     assert main([*args, "--out", str(tmp_path), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "skipped the plot" in out and list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.png"))
+
+
+def test_a_size_out_of_memory_is_skipped_and_the_others_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep's largest size running out of device memory costs that size only, not the sizes measured."""
+    import json
+
+    from gym_graphreset.bench import runner
+    from gym_graphreset.cli import bench
+
+    real = runner.measure_modes
+
+    def measure(make_inner: Any, *args: Any, **kwargs: Any) -> Any:
+        if make_inner.__defaults__[0] == 32:  # make_inner(n=32, ...)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+        return real(make_inner, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "measure_modes", measure)
+    args = ["bench", "--device", "cpu", "--num-envs", "8,32,16", "--steps", "3", "--warmup", "1", "--modes", "masked"]
+    assert main([*args, "--out", str(tmp_path), "--no-progress", "--env-id", "gym_graphreset/CartPole-v1"]) == 0
+    assert "gym_graphreset/CartPole-v1 x32: out of device memory; skipped this size" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "bench-CartPole-v1-cpu.json").read_text())
+    rows = saved["results"] if isinstance(saved, dict) else saved
+    assert sorted(r["num_envs"] for r in rows) == [8, 16]
 
 
 def test_no_ratio_across_tasks_and_same_task_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "measure_modes",
     "measure_non_physics",
     "sample_actions",
+    "warmed_env",
 ]
 
 MODE_PRESETS: dict[str, PresetName] = {  # display label -> preset; "bare physics" is added for MuJoCo Warp envs
@@ -87,6 +88,22 @@ def sample_actions(space: gym.Space, device: torch.device, count: int, seed: int
     return out
 
 
+def warmed_env(
+    make_inner: Callable[[], gym.vector.VectorEnv], mode: str, *, warmup: int, poll_interval: int
+) -> tuple[FixedShapeAutoresetVectorEnv, list[torch.Tensor]]:
+    """``mode``'s wrapper over ``make_inner()`` with episode statistics, reset and stepped ``warmup`` times.
+
+    Returns the env and the pool of 64 random actions it steps with (``pool[i % 64]`` at step ``i``).
+    """
+    config = dataclasses.replace(MODES[mode], validation_poll_interval=poll_interval)
+    env = FixedShapeAutoresetVectorEnv(make_inner(), config, reset_terms={"episode": EpisodeStatistics()})
+    pool = sample_actions(env.action_space, env.device, 64)
+    env.reset(seed=0)
+    for i in range(warmup):
+        env.step(pool[i % len(pool)])
+    return env, pool
+
+
 def measure_mode(
     make_inner: Callable[[], gym.vector.VectorEnv],
     mode: str,
@@ -97,15 +114,9 @@ def measure_mode(
     progress: tqdm | None = None,
 ) -> ModeResult:
     """Time ``steps`` wrapper steps of ``mode`` after ``warmup`` untimed ones (which include any capture)."""
-    inner = make_inner()
-    config = dataclasses.replace(MODES[mode], validation_poll_interval=32)
-    env = FixedShapeAutoresetVectorEnv(inner, config, reset_terms={"episode": EpisodeStatistics()})
+    env, pool = warmed_env(make_inner, mode, warmup=warmup, poll_interval=32)
     device = env.device
     is_cuda = device.type == "cuda"
-    pool = sample_actions(env.action_space, device, 64)
-    env.reset(seed=0)
-    for i in range(warmup):
-        env.step(pool[i % len(pool)])
     if is_cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)

@@ -1,8 +1,9 @@
-"""Command line: ``python -m gym_graphreset {demo,bench,play,export}`` (also installed as ``gym-graphreset``).
+"""Command line: ``python -m gym_graphreset {demo,bench,profile,play,export}`` (also installed as ``gym-graphreset``).
 
-``demo`` and ``bench`` time the step modes (:mod:`gym_graphreset.cli.bench`); ``play`` runs a trained
-checkpoint (the PPO example's or rsl_rl's) deterministically on a registered task and films some of its
-worlds; ``export`` writes that policy as ONNX and TorchScript, the observation normaliser folded in, and
+``demo`` and ``bench`` time the step modes (:mod:`gym_graphreset.cli.bench`); ``profile`` groups a step's
+time into physics, warp, copies and torch at each batch size (:mod:`gym_graphreset.bench.profile`); ``play``
+runs a trained checkpoint (the PPO example's or rsl_rl's) deterministically on a registered task and films
+some of its worlds; ``export`` writes that policy as ONNX and TorchScript, the observation normaliser folded in, and
 checks each file against the torch policy (:mod:`gym_graphreset.cli.policy`).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from gym_graphreset.cli import bench, policy
+from gym_graphreset.cli import bench, policy, profile
 from gym_graphreset.cli.bench import DEFAULT_ENV, VariantRejected, same_task
 
 __all__ = ["DEFAULT_ENV", "VariantRejected", "main", "same_task"]
@@ -25,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_parsers(sub)
     policy.add_play_parser(sub)
     policy.add_export_parser(sub)
+    profile.add_parser(sub)
     return parser
 
 
@@ -35,4 +37,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return policy.play(args)
     if args.command == "export":
         return policy.export(args)
+    if args.command == "profile":
+        return profile.run(args)
     return bench.run(args)

@@ -7,6 +7,8 @@ import math
 import sys
 from collections.abc import Callable
 
+import torch
+
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse ``type``: an int >= ``minimum`` (anything else is argparse's usage error, naming the flag)."""
@@ -50,3 +52,18 @@ def usage_error(message: str) -> int:
     """Print ``message`` as argparse prints a usage error; the exit status 2."""
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def resolve_device(name: str) -> torch.device | str:
+    """The ``--device`` asked for (``auto``: CUDA when there is one), or what is wrong with it."""
+    try:
+        device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
+    except RuntimeError:
+        return f"--device must be cuda, cuda:N, cpu or auto, got {name!r}"
+    if device.type not in ("cuda", "cpu"):
+        return f"--device must be cuda, cuda:N, cpu or auto, got {name!r}"
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return "--device cuda asked for, but CUDA is not available"
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        return f"--device {name} asked for, but there are {torch.cuda.device_count()} CUDA device(s)"
+    return device

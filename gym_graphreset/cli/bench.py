@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -15,7 +16,7 @@ import torch
 from gym_graphreset.bench.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
 from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
 from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
-from gym_graphreset.cli.args import int_at_least, seconds, sizes, usage_error
+from gym_graphreset.cli.args import int_at_least, resolve_device, seconds, sizes, usage_error
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
@@ -141,17 +142,9 @@ def _choices(args: argparse.Namespace) -> tuple[torch.device, list[str], set[str
         return f"unknown --cpu-baseline {sorted(baselines)}; choose from envpool, gymnasium-async"
     if args.async_baseline == "same" or ("gymnasium-async" in baselines and not args.async_baseline):
         args.async_baseline = args.env_id.split("/")[-1]
-    auto = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(auto if args.device == "auto" else args.device)
-    except RuntimeError:
-        return f"--device must be cuda, cuda:N, cpu or auto, got {args.device!r}"
-    if device.type not in ("cuda", "cpu"):
-        return f"--device must be cuda, cuda:N, cpu or auto, got {args.device!r}"
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return "--device cuda asked for, but CUDA is not available"
-    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        return f"--device {args.device} asked for, but there are {torch.cuda.device_count()} CUDA device(s)"
+    device = resolve_device(args.device)
+    if isinstance(device, str):
+        return device
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
@@ -218,15 +211,22 @@ def _measure(
                         f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
                     ) from exc
 
-            measured = measure_modes(  # VariantRejected: a usage error, reported by main()
-                make_inner,
-                modes,
-                steps=args.steps,
-                warmup=args.warmup,
-                env_id=env_id,
-                show_progress=not args.no_progress,
-                physics_states=args.physics_states,
-            )
+            try:
+                measured = measure_modes(  # VariantRejected: a usage error, reported by main()
+                    make_inner,
+                    modes,
+                    steps=args.steps,
+                    warmup=args.warmup,
+                    env_id=env_id,
+                    show_progress=not args.no_progress,
+                    physics_states=args.physics_states,
+                )
+            except torch.OutOfMemoryError as exc:  # the sizes measured so far are kept and saved
+                print(f"{env_id} x{n}: out of device memory; skipped this size ({str(exc).splitlines()[0]})")
+                gc.collect()
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+                continue
             for r in measured:
                 r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
             results += measured

@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from gym_graphreset.cli.args import usage_error
+from gym_graphreset.cli.args import resolve_device, usage_error
 
 
 def add_play_parser(sub: Any) -> None:
@@ -43,14 +43,6 @@ def add_export_parser(sub: Any) -> None:
     p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
 
 
-def _device(name: str) -> torch.device | str:
-    """The ``--device`` asked for, or what is wrong with it."""
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if name == "auto" else name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return "--device cuda asked for, but CUDA is not available"
-    return device
-
-
 def _load(args: argparse.Namespace) -> Any:
     """The checkpoint's policy, or a usage message (a string) saying why it cannot be read."""
     from gym_graphreset.integrations.export import load_policy
@@ -74,7 +66,7 @@ def play(args: argparse.Namespace) -> int:
         return usage_error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
     if not worlds or any(not 0 <= w < args.num_envs for w in worlds):
         return usage_error(f"--worlds must be in [0, {args.num_envs}) (--num-envs), got {args.worlds!r}")
-    device = _device(args.device)
+    device = resolve_device(args.device)
     if isinstance(device, str):
         return usage_error(device)
     policy = _load(args)
