@@ -34,6 +34,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.capture.host_reads import one_time_uploads
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.draws import STEP_KEY_STRIDE, DrawBlock, StreamAllocator
@@ -210,9 +211,13 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         return self._cache[key]
 
     def constant(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once for the env's lifetime (ids, offsets, scale tensors of a term)."""
+        """``compute()`` once for the env's lifetime (ids, offsets, scale tensors of a term).
+
+        Its host uploads (``torch.tensor([...])``) are one-time, so the host-read check does not count them.
+        """
         if key not in self._constants:
-            self._constants[key] = compute()
+            with one_time_uploads():
+                self._constants[key] = compute()
         return self._constants[key]
 
     def invalidate(self) -> None:
