@@ -201,7 +201,8 @@ def test_code_line_scan_finds_each_kind_of_block() -> None:
 PROCESS_WORDS = re.compile(
     r"\bsessions?\b|\bdevice calls?\b|\bthe issue\b|\bissue's\b|\bissue notes?\b|nvidia-h200|\blent\b"
     r"|\bfiles per call\b|\bdid not come back\b"
-    r"|\bprevious release\b|\bbefore the fix\b|\bcause is not known\b",
+    r"|\bprevious release\b|\bbefore the fix\b|\bcause is not known\b|\ban earlier version\b|\ba later release\b"
+    r"|\bearlier releases'|\bbefore the update was\b|pip install '?gym_graphreset\[",
     re.IGNORECASE,
 )
 READER_FACING = sorted(
@@ -227,6 +228,8 @@ def test_process_word_check_catches_each_word() -> None:
     """The pattern above matches every listed word, and not words that merely contain one (silent, issues)."""
     caught = ["one session's runs", "in one device call", "the issue's targets", "nvidia-h200-x2 was lent"]
     caught += ["the previous release: 33", "before the fix: 49", "the cause is not known"]
+    caught += ["An earlier version of the library", "A later release cut", "earlier releases' keywords"]
+    caught += ["before the update was captured", "pip install 'gym_graphreset[export]'"]
     for text in caught:
         assert PROCESS_WORDS.search(text), text
     for text in ["a silent poll", "excellent", "known issues in Gymnasium", "possession"]:
