@@ -28,10 +28,15 @@ from gym_graphreset.tasks.velocity import LeggedRobot, velocity_task
 __all__ = ["GO1", "REWARD_NAMES", "go1_robot", "go1_velocity_flat_cfg"]
 
 
-def go1_robot(model_xml: str | Path | None = None) -> LeggedRobot:
-    """The Go1 (this package's MJCF, or ``model_xml`` with mjlab's names) as the velocity task sees it."""
+def go1_robot(model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> LeggedRobot:
+    """The Go1 (this package's MJCF, or ``model_xml`` with mjlab's names) as the velocity task sees it.
+
+    ``keep_sensors``: keep the model's own sensors (see :func:`~gym_graphreset.envs.go1.model.build_go1_xml`).
+    """
+    if not isinstance(keep_sensors, bool):
+        raise ValueError(f"`keep_sensors` must be a bool, got {keep_sensors!r}")
     return LeggedRobot(
-        model=partial(build_go1_xml, model_xml),
+        model=partial(build_go1_xml, model_xml, keep_sensors=keep_sensors),
         joint_names=JOINT_NAMES,
         default_joint_pos={j: default_joint_pos(j) for j in JOINT_NAMES},
         action_scale=tuple(ACTION_SCALE[j] for j in JOINT_NAMES),
@@ -50,9 +55,12 @@ GO1 = go1_robot()
 """The Go1 of this package's own MJCF."""
 
 
-def go1_velocity_flat_cfg(model_xml: str | Path | None = None) -> TaskCfg:
-    """Mjlab's Go1 flat velocity task (on ``model_xml``: a Go1 MJCF with mjlab's names; default: this package's)."""
-    cfg = velocity_task(go1_robot(model_xml))
+def go1_velocity_flat_cfg(model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> TaskCfg:
+    """Mjlab's Go1 flat velocity task (on ``model_xml``: a Go1 MJCF with mjlab's names; default: this package's).
+
+    ``keep_sensors``: keep the model's own sensors (unread by the task; for like-for-like timing against mjlab).
+    """
+    cfg = velocity_task(go1_robot(model_xml, keep_sensors=keep_sensors))
     calf = r".*_calf_joint"
     return cfg.replace_term(
         "rewards",

@@ -33,6 +33,9 @@ class Go1VelocityFlatEnv(ManagerBasedEnv):
         num_envs: Worlds.
         model_xml: A Go1 MJCF with mjlab's names (``None``: this package's own primitive-geom model);
             mjlab's actuator, collision and solver settings are applied to it either way.
+        keep_sensors: Keep the model's own sensors (mjlab's ``go1.xml`` has five) besides the foot contact
+            sensors. The task reads none of them, so by default they are removed: MuJoCo Warp computes every
+            sensor each substep (an accelerometer adds a pass). Keep them to time like for like against mjlab.
         cfg: The task (default: :func:`~gym_graphreset.envs.go1.cfg.go1_velocity_flat_cfg` of ``model_xml``).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip, as mjlab).
         max_episode_steps: Truncation horizon (default: ``episode_length_s / step dt`` = 1000).
@@ -48,16 +51,22 @@ class Go1VelocityFlatEnv(ManagerBasedEnv):
         cfg: TaskCfg | None = None,
         obs_clip: float | None = None,
         max_episode_steps: int | None = None,
+        keep_sensors: bool = False,
         **kwargs: Any,
     ) -> None:
         if cfg is not None and model_xml is not None:
             raise ValueError("give `model_xml` or `cfg`, not both (a cfg names its own model)")
-        task = cfg if cfg is not None else go1_velocity_flat_cfg(model_xml)
+        if cfg is not None and keep_sensors:
+            raise ValueError(
+                "give `keep_sensors` or `cfg`, not both (a cfg names its own model: "
+                "use go1_velocity_flat_cfg(model_xml, keep_sensors=True))"
+            )
+        task = cfg if cfg is not None else go1_velocity_flat_cfg(model_xml, keep_sensors=keep_sensors)
         if obs_clip is not None:
             from dataclasses import replace
 
             task = replace(task, obs_clip=obs_clip)
-        self.model_xml = model_xml
+        self.model_xml, self.keep_sensors = model_xml, keep_sensors
         super().__init__(task, num_envs, max_episode_steps=max_episode_steps, **kwargs)
 
     @property
