@@ -75,6 +75,11 @@ def _refuse_keywords(unknown: list[str]) -> NoReturn:
     raise TypeError(f"unknown keyword(s) {unknown}; FixedShapeAutoresetVectorEnv accepts {list(_KEYWORDS)}{hint}")
 
 
+def _raised(call: str, exc: BaseException) -> str:
+    """``"step() 6 raised ValueError: ..."``: what a call raised, for the other ranks."""
+    return f"{call} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+
+
 def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
     mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     return AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
@@ -176,6 +181,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.host_step = 0
         self._failed: DeferredValidationError | None = None
         self._interrupted: str | None = None  # what raised part-way: the env fails closed until a full reset()
+        self._raised: str | None = None  # what the last step()/reset() raised, if it raised
         self._needs_reset = True
         self._parts = Participants(env, {})
         self._add_terms(terms)
@@ -381,9 +387,22 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.latch.require_many(ok, names, messages)
 
     def poll_finite_validation(self) -> None:
-        """One host read of every latched check; raise :class:`DeferredValidationError` on failure."""
+        """One host read of every latched check; raise :class:`DeferredValidationError` on failure.
+
+        With a ``process_group`` the poll is a collective: an env interrupted part-way announces it here
+        (every rank raises :class:`~gym_graphreset.core.validation.CrossRankError` naming it).
+        """
+        self._poll()
+
+    def _poll(self, closing: bool = False) -> None:
+        """Poll the latch (across ranks: with this rank's settings, failure and whether it is closing)."""
+        cfg = self.config
+        settings: dict[str, object] = {"validation": cfg.validation}
+        if cfg.deferred:
+            settings["validation_poll_interval"] = cfg.validation_poll_interval
+        failure = self._interrupted or (self._raised if closing else None)
         try:
-            self.latch.poll(self.host_step, self.process_group)
+            self.latch.poll(self.host_step, self.process_group, settings=settings, failure=failure, closing=closing)
         except DeferredValidationError as err:
             self._failed = err
             raise
@@ -405,7 +424,13 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         of this env runs (from a term, or another thread) is refused with :class:`ConcurrentCallError`.
         """
         with self._guard.enter("reset()"):
-            return self._guarded_reset(seed, options)
+            try:
+                out = self._guarded_reset(seed, options)
+            except BaseException as exc:
+                self._raised = _raised("reset()", exc)  # close() tells the other ranks
+                raise
+            self._raised = None
+            return out
 
     def _guarded_reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         self._check_open("reset")
@@ -465,12 +490,18 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         :class:`ConcurrentCallError`, changing nothing; the running call goes on.
         """
         with self._guard.enter(f"step() {self.host_step + 1}" if self._guard.idle else "step()"):
-            return self._guarded_step(actions)
+            try:
+                out = self._guarded_step(actions)
+            except BaseException as exc:
+                self._raised = _raised(f"step() {self.host_step + 1}", exc)  # close() tells the other ranks
+                raise
+            self._raised = None
+            return out
 
     def _guarded_step(self, actions: torch.Tensor | np.ndarray) -> StepOut:
         self._check_open("step")
         if self._failed is not None:
-            raise DeferredValidationError(self._failed.failures, self._failed.window)
+            raise type(self._failed)(self._failed.failures, self._failed.window)
         if self._interrupted is not None:
             raise InterruptedStepError(
                 f"{self._interrupted}, so the inner env and the reset terms may disagree about some rows; "
@@ -498,7 +529,10 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def close(self, **kwargs: Any) -> None:
         """Poll pending checks (raising a failure), then close the inner env; later calls are refused.
 
-        Refused (:class:`ConcurrentCallError`) while a step or reset of this env runs.
+        With a ``process_group`` this poll is the rank's last collective: it tells the other ranks it is
+        leaving, and why if its last step or reset raised (they raise
+        :class:`~gym_graphreset.core.validation.CrossRankError` naming it). Refused
+        (:class:`ConcurrentCallError`) while a step or reset of this env runs.
         """
         with self._guard.enter("close()"):
             self._guarded_close(**kwargs)
@@ -506,7 +540,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
     def _guarded_close(self, **kwargs: Any) -> None:
         try:
             if self._failed is None and not self._closed:
-                self.poll_finite_validation()
+                self._poll(closing=True)  # across ranks: the last collective, telling the others
         finally:
             self._closed = True
             release_terms(self, self._parts.terms)  # a closed env's terms may serve another env

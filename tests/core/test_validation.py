@@ -7,7 +7,13 @@ import contextlib
 import pytest
 import torch
 
-from gym_graphreset.core.validation import DeferredValidationError, FailedCheck, ValidationLatch, finite_rows
+from gym_graphreset.core.validation import (
+    CrossRankError,
+    DeferredValidationError,
+    FailedCheck,
+    ValidationLatch,
+    finite_rows,
+)
 
 
 @pytest.fixture
@@ -277,6 +283,38 @@ def test_wrapper_with_a_process_group_reports_rows(process_group) -> None:
     env.step(torch.tensor([0, 7, 1, 7]))  # out of the Discrete(2) space in rows 1 and 3
     with pytest.raises(DeferredValidationError, match=r"valid_actions on rank 0: .*row 1 and 1 more\)"):
         env.poll_finite_validation()
+
+
+def test_a_one_rank_group_recovers_from_an_interrupted_step_by_reset(process_group) -> None:
+    """Alone in its group, an env whose step raised announces nothing to stop: reset() recovers, close() is quiet."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.envs import CartPoleVectorEnv
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4), "masked", process_group=process_group)
+    env.reset(seed=0)
+    inner_step = env.env.step
+
+    def broken_step(actions: torch.Tensor) -> None:
+        raise RuntimeError("physics broke")
+
+    env.env.step = broken_step
+    with pytest.raises(RuntimeError, match="physics broke"):
+        env.step(torch.zeros(4, dtype=torch.long))
+    env.env.step = inner_step
+    env.reset(seed=0)  # its poll carries the failure; with no other rank, nothing must stop
+    env.step(torch.zeros(4, dtype=torch.long))
+    env.poll_finite_validation()
+    env.close()
+
+
+def test_a_closing_rank_leaves_quietly_and_polls_no_more(process_group) -> None:
+    """A rank's failure announced in close() raises nothing there; after it the latch makes no collective."""
+    latch = ValidationLatch("cpu", capacity=4)
+    latch.poll(0, process_group, settings={"validation_poll_interval": 4})
+    latch.poll(4, process_group, settings={"validation_poll_interval": 4}, failure="step() 5 raised X", closing=True)
+    latch.poll(4, process_group, closing=True)  # detached: quiet, no collective
+    with pytest.raises(CrossRankError, match=r"rank_failed on rank 0: step\(\) 5 raised X \(announced in close\(\)"):
+        latch.poll(8, process_group)
 
 
 @pytest.mark.parametrize("batched", [False, True])
