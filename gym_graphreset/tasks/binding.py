@@ -1,21 +1,121 @@
-"""Binding a term function (or class) to its env and params once, refusing params it does not take."""
+"""Binding a term function (or class) to its env and params once, refusing params it does not take.
+
+A term function declares what its numeric params accept with :func:`accepts` (e.g. a reward's ``std`` must
+be a finite number > 0); :func:`check_params` refuses other values when the term is declared and again when
+it is bound, naming the term, the param, the value and what is accepted, so no zero ``std`` becomes a NaN
+reward.
+"""
 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = ["bind"]
+__all__ = ["FINITE", "NON_NEGATIVE", "POSITIVE", "Accepts", "accepts", "bind", "check_params", "interval", "number"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_RULES = "__term_param_rules__"
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """What one param accepts: ``ok(value)`` and the words an error message uses for it."""
+
+    text: str
+    ok: Callable[[Any], bool]
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _above(x: Any, low: float | None, strict: bool) -> bool:
+    if not _is_number(x) or not math.isfinite(x):
+        return False
+    return low is None or (x > low if strict else x >= low)
+
+
+def _bound_text(low: float | None, strict: bool) -> str:
+    return "" if low is None else f" {'>' if strict else '>='} {low:g}"
+
+
+def number(
+    low: float | None = None, *, strict: bool = False, size: int | None = None, per_joint: bool = False
+) -> Accepts:
+    """A finite number above ``low``; or a tuple of ``size`` of them; or (``per_joint``) a ``{regex: number}``."""
+    bound = _bound_text(low, strict)
+
+    def ok(value: Any) -> bool:
+        if size is not None:
+            values = list(value) if isinstance(value, (tuple, list)) and len(value) == size else None
+        elif per_joint and isinstance(value, Mapping):
+            values = list(value.values()) or None
+        else:
+            values = [value]
+        return values is not None and all(_above(v, low, strict) for v in values)
+
+    if size is not None:
+        return Accepts(f"a tuple of {size} finite numbers{bound}", ok)
+    if per_joint:
+        return Accepts(f"a finite number{bound}, or a per-joint {{regex: number}} of them", ok)
+    return Accepts(f"a finite number{bound}", ok)
+
+
+def interval(low: float | None = None, *, strict: bool = False) -> Accepts:
+    """A ``(low, high)`` pair of finite numbers with ``low <= high`` (both above ``low`` when given)."""
+
+    def ok(value: Any) -> bool:
+        return (
+            isinstance(value, (tuple, list))
+            and len(value) == 2
+            and all(_above(v, low, strict) for v in value)
+            and value[0] <= value[1]
+        )
+
+    both = "" if low is None else f", both{_bound_text(low, strict)}"
+    return Accepts(f"a finite (low, high) with low <= high{both}", ok)
+
+
+POSITIVE = number(0.0, strict=True)
+"""A finite number > 0: a width divided by (a reward's ``std``, a target height)."""
+NON_NEGATIVE = number(0.0)
+"""A finite number >= 0: a magnitude or a threshold."""
+FINITE = number()
+"""Any finite number."""
+
+
+def accepts(**rules: Accepts) -> Callable[[F], F]:
+    """Declare what a term function's (or class's) params accept; :func:`check_params` enforces it."""
+
+    def mark(func: F) -> F:
+        setattr(func, _RULES, {**getattr(func, _RULES, {}), **rules})
+        return func
+
+    return mark
+
+
+def check_params(func: Any, params: Mapping[str, Any], what: str) -> None:
+    """Refuse a param value that ``func``'s :func:`accepts` rules do not accept, naming ``what`` and the param."""
+    for name, rule in getattr(func, _RULES, {}).items():
+        if name in params and not rule.ok(params[name]):
+            raise ValueError(
+                f"{what}: {getattr(func, '__name__', func)!r} param `{name}` must be {rule.text}, got {params[name]!r}"
+            )
 
 
 def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, Any], what: str) -> Callable[..., Any]:
     """``func`` with ``env`` and ``params`` bound; a class is built once as ``func(env, **params)``.
 
-    Refuses params the function does not take, or required params not given, naming the term.
+    Refuses params the function does not take and values its :func:`accepts` rules refuse, naming the term;
+    a term class's own ``ValueError`` is raised again with the term's name.
     """
     try:
         signature = inspect.signature(func)
@@ -27,7 +127,11 @@ def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, An
         unknown = [k for k in params if k not in accepted and not takes_kwargs]
         if unknown:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} takes no parameter(s) {unknown}")
+    check_params(func, params, what)
     if inspect.isclass(func):
-        built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]
+        try:
+            built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from e
         return built
     return lambda *args: func(env, *args, **params)

@@ -10,11 +10,11 @@ construction.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from gym_graphreset.tasks.binding import FINITE, POSITIVE
 from gym_graphreset.tasks.protocols import CommandCfg, SensorCfg
 from gym_graphreset.tasks.terms import (
     ActionCfg,
@@ -28,6 +28,7 @@ from gym_graphreset.tasks.terms import (
     RewardTerm,
     TerminationTerm,
     _check,
+    _require,
 )
 
 __all__ = ["TaskCfg"]
@@ -84,19 +85,28 @@ class TaskCfg:
             where,
             f"`decimation` must be an int >= 1, got {self.decimation!r}",
         )
-        _check(
-            isinstance(self.episode_length_s, (int, float))
-            and math.isfinite(self.episode_length_s)
-            and self.episode_length_s > 0,
-            where,
-            f"`episode_length_s` must be a finite number > 0, got {self.episode_length_s!r}",
-        )
+        _require(where, "episode_length_s", self.episode_length_s, POSITIVE)
         _check(len(self.actions) > 0, where, "`actions` needs at least one action term")
         _check(len(self.observations) > 0, where, "`observations` needs at least one group")
         _check(
-            0.0 < self.soft_joint_limit_factor <= 1.0,
+            POSITIVE.ok(self.soft_joint_limit_factor) and self.soft_joint_limit_factor <= 1.0,
             where,
             f"`soft_joint_limit_factor` must be in (0, 1], got {self.soft_joint_limit_factor!r}",
+        )
+        _require(where, "init_base_height", self.init_base_height, FINITE)
+        for joint, q in self.default_joint_pos.items():
+            _require(where, f"default_joint_pos[{joint!r}]", q, FINITE)
+        for name in ("njmax", "nconmax"):
+            value = getattr(self, name)
+            _check(
+                value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1),
+                where,
+                f"`{name}` must be None or an int >= 1, got {value!r}",
+            )
+        _check(
+            self.refresh in ("none", "kinematics", "com"),
+            where,
+            f"`refresh` must be 'none', 'kinematics' or 'com', got {self.refresh!r}",
         )
         _check(
             isinstance(self.rng_stream, int) and 0 <= self.rng_stream < 2**31,
@@ -104,7 +114,7 @@ class TaskCfg:
             f"`rng_stream` must be an int in [0, 2**31), got {self.rng_stream!r}",
         )
         if self.obs_clip is not None:
-            _check(self.obs_clip > 0, where, f"`obs_clip` must be None or > 0, got {self.obs_clip!r}")
+            _require(where, "obs_clip", self.obs_clip, POSITIVE)
         kinds = {
             "observations": (self.observations, ObsGroup),
             "rewards": (self.rewards, RewardTerm),

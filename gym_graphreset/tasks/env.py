@@ -37,7 +37,7 @@ from gymnasium.vector.utils import batch_space
 from gym_graphreset.capture.host_reads import one_time_uploads
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
 from gym_graphreset.tasks.cfg import TaskCfg
-from gym_graphreset.tasks.draws import STEP_KEY_STRIDE, DrawBlock, StreamAllocator
+from gym_graphreset.tasks.draws import DrawBlock, StreamAllocator
 from gym_graphreset.tasks.managers import (
     ActionManager,
     CurriculumManager,
@@ -189,18 +189,23 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.encoder_bias = torch.zeros(self.num_envs, len(names), device=dev)
 
     def _observation_space(self, obs: Any) -> spaces.Space[Any]:
-        """One group gives a ``Box`` (or a ``Dict`` of its terms), several a ``Dict``; bounds are ``obs_clip``."""
-        bound = self.cfg.obs_clip if self.cfg.obs_clip is not None else np.inf
+        """One group gives a ``Box`` (or a ``Dict`` of its terms), several a ``Dict``.
 
-        def box(x: torch.Tensor) -> spaces.Box:
-            return spaces.Box(-bound, bound, (x.shape[1],), np.float32)
+        A group's bounds are ``+-`` the smaller of its ``clip`` and the task's ``obs_clip`` (infinite if neither).
+        """
 
-        def group_space(v: Any) -> spaces.Space[Any]:
+        def group_space(group: str, v: Any) -> spaces.Space[Any]:
+            clips = [c for c in (self.cfg.observations[group].clip, self.cfg.obs_clip) if c is not None]
+            bound = float(min(clips)) if clips else np.inf
+
+            def box(x: torch.Tensor) -> spaces.Box:
+                return spaces.Box(-bound, bound, (x.shape[1],), np.float32)
+
             return spaces.Dict({k: box(t) for k, t in v.items()}) if isinstance(v, dict) else box(v)
 
         if len(obs) == 1:
-            return group_space(next(iter(obs.values())))
-        return spaces.Dict({k: group_space(v) for k, v in obs.items()})
+            return group_space(*next(iter(obs.items())))
+        return spaces.Dict({k: group_space(k, v) for k, v in obs.items()})
 
     # ------------------------------------------------------------------ what terms read
 
@@ -329,7 +334,7 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             sensor.update()
         reward, terms = self.reward_manager.compute()
         terminated, truncated = self.termination_manager.compute()
-        u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
+        u = self.step_block.draw(self.keys, self.episode, self.elapsed)
         for name, command in self.commands.items():
             command.step(u[:, self._command_step_words[name]])
         self.event_manager.run_interval(u)
@@ -378,14 +383,14 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.metric_manager.reset(mask)
         self.invalidate()
         self.observation_manager.reset(mask)
-        step_u = self.step_block.draw(self.keys, self.episode * STEP_KEY_STRIDE + self.elapsed)
+        step_u = self.step_block.draw(self.keys, self.episode, self.elapsed)
         return self.observation_manager.compute(step_u, mask)
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")
 
     def describe(self) -> dict[str, Any]:
-        """The task as built: terms of every manager, observation columns and every term's draw words."""
+        """The task as built: terms of every manager, observation columns, every term's draw words and streams."""
         return {
             "actions": self.action_manager.kinds,
             "observations": {
@@ -401,4 +406,5 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             "curriculum": list(self.curriculum_manager.calls),
             "metrics": list(self.metric_manager.names),
             "draws": {b.name: b.layout() for b in (self.reset_block, self.step_block, self.startup_block)},
+            "streams": dict(self.streams.streams),
         }

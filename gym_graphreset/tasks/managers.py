@@ -67,7 +67,7 @@ class ActionManager:
             actuator_list = env.actuator_ids(term.joint_names, f"actions[{name!r}]")
             actuators = torch.tensor(actuator_list, device=env.device)
             k = len(term.joint_names)
-            scale = term.scale if isinstance(term.scale, tuple) else (float(term.scale),) * k
+            scale = tuple(term.scale) if isinstance(term.scale, (tuple, list)) else (float(term.scale),) * k
             if len(scale) != k:
                 raise ValueError(f"actions[{name!r}]: `scale` has {len(scale)} values for {k} joints")
             scale_t = torch.tensor(scale, dtype=torch.float32, device=env.device)

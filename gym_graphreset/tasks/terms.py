@@ -19,10 +19,11 @@ metric         ``func(env, **params)``                                 ``(num_en
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, Accepts, check_params, interval, number
 
 __all__ = [
     "ActionCfg",
@@ -51,12 +52,29 @@ def _check(ok: bool, where: str, message: str) -> None:
         raise ValueError(f"{where}: {message}")
 
 
-def _finite_range(where: str, name: str, value: tuple[float, float]) -> None:
+def _require(where: str, name: str, value: Any, rule: Accepts) -> None:
+    """Refuse ``value`` of field ``name`` unless ``rule`` accepts it, naming the field and what is accepted."""
+    _check(rule.ok(value), where, f"`{name}` must be {rule.text}, got {value!r}")
+
+
+def _where(kind: str, func: Any) -> str:
+    return f"{kind}({getattr(func, '__name__', func)!r})"
+
+
+def _int_at_least(where: str, name: str, value: Any, low: int) -> None:
     _check(
-        len(value) == 2 and all(math.isfinite(v) for v in value) and value[0] <= value[1],
+        isinstance(value, int) and not isinstance(value, bool) and value >= low,
         where,
-        f"`{name}` must be a finite (low, high) with low <= high, got {value!r}",
+        f"`{name}` must be an int >= {low}, got {value!r}",
     )
+
+
+def _scale_ok(value: Any) -> bool:
+    sequence = isinstance(value, (tuple, list)) and len(value) > 0
+    return number().ok(value) or (sequence and number(size=len(value)).ok(value))
+
+
+_SCALE = Accepts("a finite number or a non-empty tuple of finite numbers", _scale_ok)
 
 
 @dataclass(frozen=True)
@@ -67,7 +85,7 @@ class UniformNoise:
     high: float
 
     def __post_init__(self) -> None:
-        _finite_range("UniformNoise", "(low, high)", (self.low, self.high))
+        _require("UniformNoise", "(low, high)", (self.low, self.high), interval())
 
     words_per_element = 1
 
@@ -80,8 +98,8 @@ class GaussianNoise:
     mean: float = 0.0
 
     def __post_init__(self) -> None:
-        _check(math.isfinite(self.std) and self.std >= 0, "GaussianNoise", f"`std` must be >= 0, got {self.std!r}")
-        _check(math.isfinite(self.mean), "GaussianNoise", f"`mean` must be finite, got {self.mean!r}")
+        _require("GaussianNoise", "std", self.std, NON_NEGATIVE)
+        _require("GaussianNoise", "mean", self.mean, FINITE)
 
     words_per_element = 2
 
@@ -109,21 +127,15 @@ class ObsTerm:
     history_length: int = 0
 
     def __post_init__(self) -> None:
-        where = f"ObsTerm({getattr(self.func, '__name__', self.func)!r})"
+        where = _where("ObsTerm", self.func)
         _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
         if self.clip is not None:
-            _check(
-                len(self.clip) == 2 and self.clip[0] <= self.clip[1],
-                where,
-                f"`clip` must be (low, high), got {self.clip!r}",
-            )
+            _require(where, "clip", self.clip, interval())
+        if self.scale is not None:
+            _require(where, "scale", self.scale, _SCALE)
         for name in ("delay", "history_length"):
-            value = getattr(self, name)
-            _check(
-                isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-                where,
-                f"`{name}` must be an int >= 0, got {value!r}",
-            )
+            _int_at_least(where, name, getattr(self, name), 0)
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -139,7 +151,7 @@ class ObsGroup:
     def __post_init__(self) -> None:
         _check(len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
         if self.clip is not None:
-            _check(self.clip > 0, "ObsGroup", f"`clip` must be None or > 0, got {self.clip!r}")
+            _require("ObsGroup", "clip", self.clip, POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -155,9 +167,9 @@ class RewardTerm:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check(
-            math.isfinite(self.weight), f"RewardTerm({self.func!r})", f"`weight` must be finite, got {self.weight!r}"
-        )
+        where = _where("RewardTerm", self.func)
+        _require(where, "weight", self.weight, FINITE)
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -167,6 +179,9 @@ class TerminationTerm:
     func: Func
     params: Mapping[str, Any] = field(default_factory=dict)
     time_out: bool = False
+
+    def __post_init__(self) -> None:
+        check_params(self.func, self.params, _where("TerminationTerm", self.func))
 
 
 @dataclass(frozen=True)
@@ -191,26 +206,21 @@ class EventTerm:
     model_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        where = f"EventTerm({getattr(self.func, '__name__', self.func)!r})"
+        where = _where("EventTerm", self.func)
         _check(
             self.mode in ("startup", "reset", "interval"),
             where,
             f"`mode` must be 'startup', 'reset' or 'interval', got {self.mode!r}",
         )
-        _check(
-            isinstance(self.draws, int) and self.draws >= 0, where, f"`draws` must be an int >= 0, got {self.draws!r}"
-        )
+        _int_at_least(where, "draws", self.draws, 0)
         if self.mode == "interval":
             _check(self.interval_range_s is not None, where, "an 'interval' event needs `interval_range_s`")
-            assert self.interval_range_s is not None
-            _finite_range(where, "interval_range_s", self.interval_range_s)
-            _check(
-                self.interval_range_s[0] > 0, where, f"`interval_range_s` must be > 0, got {self.interval_range_s!r}"
-            )
+            _require(where, "interval_range_s", self.interval_range_s, interval(0.0, strict=True))
         else:
             _check(
                 self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}"
             )
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -223,6 +233,9 @@ class CurriculumTerm:
     func: Func
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        check_params(self.func, self.params, _where("CurriculumTerm", self.func))
+
 
 @dataclass(frozen=True)
 class MetricTerm:
@@ -230,6 +243,9 @@ class MetricTerm:
 
     func: Func
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_params(self.func, self.params, _where("MetricTerm", self.func))
 
 
 @dataclass(frozen=True)
@@ -249,6 +265,9 @@ class JointPositionAction:
     delay: int = 0
     """Steps between the policy's action and the actuators (a delay buffer restarted at each reset)."""
 
+    def __post_init__(self) -> None:
+        _check_action("JointPositionAction", self)
+
 
 @dataclass(frozen=True)
 class JointEffortAction:
@@ -258,6 +277,29 @@ class JointEffortAction:
     scale: float | tuple[float, ...] = 1.0
     clip: tuple[float, float] | None = None
     delay: int = 0
+
+    def __post_init__(self) -> None:
+        _check_action("JointEffortAction", self)
+
+
+def _check_action(where: str, action: JointPositionAction | JointEffortAction) -> None:
+    """The fields both action terms share: joints, scale (one, or one per joint), clip and delay."""
+    names = action.joint_names
+    _check(
+        isinstance(names, (tuple, list)) and len(names) > 0 and all(isinstance(j, str) for j in names),
+        where,
+        f"`joint_names` must be a non-empty tuple of joint names, got {names!r}",
+    )
+    _require(where, "scale", action.scale, _SCALE)
+    if isinstance(action.scale, (tuple, list)):
+        _check(
+            len(action.scale) == len(names),
+            where,
+            f"`scale` has {len(action.scale)} values for {len(names)} joints {list(names)}",
+        )
+    if action.clip is not None:
+        _require(where, "clip", action.clip, interval())
+    _int_at_least(where, "delay", action.delay, 0)
 
 
 ActionCfg = JointPositionAction | JointEffortAction

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gym_graphreset.tasks import mdp
+from gym_graphreset.tasks.binding import FINITE, number
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.terms import (
     EventTerm,
@@ -49,6 +50,15 @@ class LeggedRobot:
     """The body whose centre of mass the ``base_com`` event shifts."""
     njmax: int | None = None
     nconmax: int | None = None
+
+    def __post_init__(self) -> None:
+        k = len(self.joint_names)
+        if not number(size=k).ok(self.action_scale):
+            raise ValueError(
+                f"LeggedRobot: `action_scale` must be {number(size=k).text} (one per joint), got {self.action_scale!r}"
+            )
+        if not FINITE.ok(self.init_base_height):
+            raise ValueError(f"LeggedRobot: `init_base_height` must be {FINITE.text}, got {self.init_base_height!r}")
 
 
 def velocity_task(robot: LeggedRobot) -> TaskCfg:

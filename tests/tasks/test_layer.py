@@ -13,12 +13,14 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
 
 from gym_graphreset import FixedShapeAutoresetVectorEnv
+from gym_graphreset.core.rng import counter_bits
 from gym_graphreset.tasks import (
     CurriculumTerm,
     GaussianNoise,
@@ -199,6 +201,13 @@ def test_curriculum_changes_the_weight_on_the_device(env: ManagerBasedEnv) -> No
     assert torch.isclose(env.reward_manager.weights[i], torch.tensor(0.5 * env.step_dt))
 
 
+def _changed_after_declaring(term: RewardTerm, **params: Any) -> RewardTerm:
+    """The term with ``params`` changed in its (mutable) params dict, past the declaration's check."""
+    changed = replace(term, params=dict(term.params))
+    changed.params.update(params)  # type: ignore[attr-defined]
+    return changed
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -216,8 +225,18 @@ def test_curriculum_changes_the_weight_on_the_device(env: ManagerBasedEnv) -> No
             lambda c: c.with_obs("policy", "flat", ObsTerm(lambda env: env.qpos[:, 0])),
             "must return a (2, k) tensor, got (2,)",
         ),
+        (
+            lambda c: c.with_term("rewards", "upright", _changed_after_declaring(c.rewards["upright"], std=0.0)),
+            "rewards['upright']: 'upright' param `std` must be a finite number > 0, got 0.0",
+        ),
+        (
+            lambda c: c.with_term(
+                "rewards", "pose", _changed_after_declaring(c.rewards["pose"], walking_threshold=2.0)
+            ),
+            "rewards['pose']: VariablePosture: `walking_threshold` (2.0) must be <= `running_threshold` (1.5)",
+        ),
     ],
-    ids=["unknown-param", "unknown-geom", "bad-obs-shape"],
+    ids=["unknown-param", "unknown-geom", "bad-obs-shape", "zero-std-at-bind", "posture-thresholds"],
 )
 def test_bad_terms_are_refused_by_name(change: Any, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
@@ -231,3 +250,58 @@ def test_config_refuses_bad_values_by_field() -> None:
         user_task().replace_term("events", "push_robot", interval_range_s=None)
     with pytest.raises(KeyError, match="rewards has no term 'nope'"):
         user_task().without_term("rewards", "nope")
+
+
+def test_named_streams_never_meet_the_task_s_blocks(env: ManagerBasedEnv) -> None:
+    """``env.streams`` stays clear of the reset/step/startup blocks and of counter_normal's ``+ 1000`` of each."""
+    blocks = {b.stream for b in (env.reset_block, env.step_block, env.startup_block)}
+    taken = blocks | {s + 1000 for s in blocks}
+    got = [env.streams(f"user_term{i}") for i in range(50)]
+    assert env.streams("user_term0") == got[0]
+    mine = got + [s + 1000 for s in got]
+    assert len(set(mine)) == len(mine) and not taken & set(mine)
+    assert env.describe()["streams"]["user_term3"] == got[3]
+    words = {s: counter_bits(env.seed, env.env_ids, env.episode, 8, stream=s) for s in sorted(blocks) + got[:5]}
+    for a, b in itertools.combinations(words, 2):  # different streams: different words on every row
+        assert (words[a] != words[b]).any(dim=1).all(), (a, b)
+
+
+def _startup_values(env: ManagerBasedEnv) -> dict[str, torch.Tensor]:
+    """What the startup events drew: foot friction, base COM, encoder bias (one row per world)."""
+    feet = env.geom_ids(ROBOT.foot_geoms)
+    return {
+        "friction": env.model_field("geom_friction")[:, feet].clone(),
+        "com": env.model_field("body_ipos")[:, env.body_id(ROBOT.com_body)].clone(),
+        "encoder_bias": env.encoder_bias.clone(),
+    }
+
+
+def test_seeded_partial_reset_redraws_startup_values_on_its_rows_only(env: ManagerBasedEnv) -> None:
+    env.reset(seed=21)
+    for a in _actions(3):
+        env.step(a)
+    before = _startup_values(env)
+    rows = torch.tensor([True, False, False, True, False, True])
+    env.reset(seed=22, options={"reset_mask": rows})
+    after = _startup_values(env)
+    for name in before:
+        assert torch.equal(after[name][~rows], before[name][~rows]), f"{name} changed on rows outside the mask"
+        changed = (after[name][rows] != before[name][rows]).flatten(1).any(dim=1)
+        assert changed.all(), f"{name} was not redrawn on every row of the mask"
+
+
+def test_obs_clip_and_group_clip_bound_the_observation_space(env: ManagerBasedEnv) -> None:
+    assert np.isinf(env.single_observation_space["policy"].high).all()  # no clip: unbounded
+    cfg = replace(user_task(), obs_clip=0.5)
+    cfg = replace(cfg, observations={**cfg.observations, "critic": replace(cfg.observations["critic"], clip=0.25)})
+    clipped = ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=HORIZON)
+    obs, _ = clipped.reset(seed=0)
+    for a in _actions(3):
+        obs, *_ = clipped.step(a[:2])
+    for group, bound in (("policy", 0.5), ("critic", 0.25)):
+        single = clipped.single_observation_space[group]
+        assert (single.low == -bound).all() and (single.high == bound).all(), group
+        batched = clipped.observation_space[group]
+        assert batched.shape == (2, *single.shape) and (batched.high == bound).all(), group
+        assert batched.contains(obs[group].numpy()), group
+    clipped.close()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.tasks.binding import NON_NEGATIVE, interval, number
 from gym_graphreset.tasks.mdp import math as M
 
 if TYPE_CHECKING:
@@ -54,14 +55,26 @@ class VelocityCommandCfg:
                 f"got steps {steps}"
             )
         for name in ("lin_vel_y", "heading_range", "resampling_time"):
-            lo, hi = getattr(self, name)
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
-                raise ValueError(f"VelocityCommandCfg: `{name}` must be a finite (low, high), got {(lo, hi)!r}")
+            if not interval().ok(getattr(self, name)):
+                raise ValueError(f"VelocityCommandCfg: `{name}` must be {interval().text}, got {getattr(self, name)!r}")
         if self.resampling_time[0] <= 0:
             raise ValueError(f"VelocityCommandCfg: `resampling_time` must be > 0, got {self.resampling_time!r}")
+        for step, lin_x, ang_z in self.velocity_stages:
+            for name, r in (("lin_vel_x", lin_x), ("ang_vel_z", ang_z)):
+                if not interval().ok(r):
+                    raise ValueError(
+                        f"VelocityCommandCfg: `velocity_stages` at step {step}: the {name} range must be "
+                        f"{interval().text}, got {r!r}"
+                    )
         for name in ("rel_standing_envs", "rel_heading_envs", "rel_forward_envs"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"VelocityCommandCfg: `{name}` must be in [0, 1], got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if not (number().ok(value) and 0.0 <= value <= 1.0):
+                raise ValueError(f"VelocityCommandCfg: `{name}` must be in [0, 1], got {value!r}")
+        for name in ("forward_min_speed", "heading_stiffness"):
+            if not NON_NEGATIVE.ok(getattr(self, name)):
+                raise ValueError(
+                    f"VelocityCommandCfg: `{name}` must be {NON_NEGATIVE.text}, got {getattr(self, name)!r}"
+                )
 
     def build(self, env: ManagerBasedEnv) -> VelocityCommand:
         """The command state of ``env``'s rows."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from gym_graphreset.tasks.binding import Accepts, accepts, number
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -12,6 +14,23 @@ if TYPE_CHECKING:
 __all__ = ["reward_weight_by_step"]
 
 
+def _stages_ok(stages: Any) -> bool:
+    pairs = isinstance(stages, (tuple, list)) and len(stages) > 0
+    if not pairs or not all(isinstance(s, (tuple, list)) and len(s) == 2 for s in stages):
+        return False
+    steps = [s for s, _ in stages]
+    return (
+        all(isinstance(s, int) and not isinstance(s, bool) for s in steps)
+        and steps[0] == 0
+        and steps == sorted(steps)
+        and all(number().ok(w) for _, w in stages)
+    )
+
+
+_STAGES = Accepts("((first env step, weight), ...) starting at step 0, sorted by step, with finite weights", _stages_ok)
+
+
+@accepts(stages=_STAGES)
 def reward_weight_by_step(
     env: ManagerBasedEnv, rows: torch.Tensor, term: str, stages: tuple[tuple[int, float], ...]
 ) -> torch.Tensor:

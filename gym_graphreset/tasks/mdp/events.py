@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.tasks.binding import NON_NEGATIVE, accepts, interval, number
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp.commands import span
 
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 
+@accepts(xy=NON_NEGATIVE, z=interval(), yaw=NON_NEGATIVE)
 def reset_root_state_uniform(
     env: ManagerBasedEnv,
     rows: torch.Tensor,
@@ -45,6 +47,7 @@ def reset_root_state_uniform(
     qpos[:, 3:7] = M.yaw_quat(span(u[:, 3], -yaw, yaw))
 
 
+@accepts(position_range=interval())
 def reset_joints_by_offset(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, position_range: tuple[float, float]
 ) -> None:
@@ -54,6 +57,7 @@ def reset_joints_by_offset(
     env.initial_state.qpos[:, env.joint_qpos_ids] = torch.maximum(torch.minimum(joints, limits[:, 1]), limits[:, 0])
 
 
+@accepts(slide=interval(0.0), spin=interval(0.0, strict=True), roll=interval(0.0, strict=True))
 def randomize_geom_friction(
     env: ManagerBasedEnv,
     rows: torch.Tensor,
@@ -78,11 +82,13 @@ def randomize_geom_friction(
     field.copy_(torch.where(rows.view(-1, 1, 1), friction, field))
 
 
+@accepts(bias=NON_NEGATIVE)
 def randomize_encoder_bias(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, bias: float) -> None:
     """A per-world joint encoder bias uniform in ``+-bias`` (one draw per joint), in ``env.encoder_bias``."""
     env.encoder_bias.copy_(torch.where(rows.unsqueeze(1), span(u, -bias, bias), env.encoder_bias))
 
 
+@accepts(offset=number(0.0, size=3))
 def randomize_body_com(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, body: str, offset: tuple[float, float, float]
 ) -> None:
@@ -97,6 +103,7 @@ def randomize_body_com(
     field.copy_(torch.where(rows.view(-1, 1, 1), ipos, field))
 
 
+@accepts(linear=number(0.0, size=3), angular=number(0.0, size=3))
 def push_by_setting_velocity(
     env: ManagerBasedEnv,
     rows: torch.Tensor,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp import observations as O
 
@@ -50,16 +51,19 @@ def _active(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.
     return M.active_command(env.commands[command_name].command, threshold)
 
 
+@accepts(std=POSITIVE)
 def track_linear_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
     """``exp(-(|cmd_xy - v_xy|^2 + v_z^2) / std^2)`` in the base frame."""
     return M.track_linear_velocity(env.commands[command_name].command, O.base_lin_vel(env), std)
 
 
+@accepts(std=POSITIVE)
 def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
     """``exp(-((cmd_wz - w_z)^2 + |w_xy|^2) / std^2)`` in the base frame."""
     return M.track_angular_velocity(env.commands[command_name].command, O.base_ang_vel(env), std)
 
 
+@accepts(std=POSITIVE)
 def upright(env: ManagerBasedEnv, std: float) -> torch.Tensor:
     """``exp(-|g_xy|^2 / std^2)`` of the projected gravity: 1 when level."""
     return M.upright(O.projected_gravity(env), std)
@@ -75,6 +79,7 @@ def action_rate_l2(env: ManagerBasedEnv) -> torch.Tensor:
     return (env.action - env.prev_action).square().sum(dim=1)
 
 
+@accepts(target_height=FINITE, command_threshold=NON_NEGATIVE)
 def feet_clearance(
     env: ManagerBasedEnv, sites: tuple[str, ...], target_height: float, command_name: str, command_threshold: float
 ) -> torch.Tensor:
@@ -83,6 +88,7 @@ def feet_clearance(
     return M.feet_clearance(height, vel, target_height) * _active(env, command_name, command_threshold)
 
 
+@accepts(command_threshold=NON_NEGATIVE)
 def feet_slip(
     env: ManagerBasedEnv, sites: tuple[str, ...], sensor_name: str, command_name: str, command_threshold: float
 ) -> torch.Tensor:
@@ -92,12 +98,14 @@ def feet_slip(
     return slip * _active(env, command_name, command_threshold)
 
 
+@accepts(command_threshold=NON_NEGATIVE)
 def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, command_threshold: float) -> torch.Tensor:
     """``sum_f |F_f|`` over feet that touched down this step, while the command is active."""
     sensor = env.sensors[sensor_name]
     return M.soft_landing(sensor.force, sensor.first_contact) * _active(env, command_name, command_threshold)
 
 
+@accepts(target_height=POSITIVE, command_threshold=NON_NEGATIVE)
 class FootSwingHeight:
     """``sum_f (peak_f / target - 1)^2`` at each touch-down: the swing's apex should reach ``target_height``.
 
@@ -133,6 +141,16 @@ class FootSwingHeight:
         self.peak_height.copy_(torch.where(rows.unsqueeze(1), 0.0, self.peak_height))
 
 
+_PER_JOINT_STD = number(0.0, strict=True, per_joint=True)
+
+
+@accepts(
+    std_standing=_PER_JOINT_STD,
+    std_walking=_PER_JOINT_STD,
+    std_running=_PER_JOINT_STD,
+    walking_threshold=NON_NEGATIVE,
+    running_threshold=NON_NEGATIVE,
+)
 class VariablePosture:
     """``exp(-mean(dq^2 / s^2))`` with per-joint ``s`` picked by command speed (standing, walking, running).
 
@@ -150,6 +168,11 @@ class VariablePosture:
         running_threshold: float,
         command_name: str,
     ) -> None:
+        if walking_threshold > running_threshold:
+            raise ValueError(
+                f"VariablePosture: `walking_threshold` ({walking_threshold!r}) must be <= `running_threshold` "
+                f"({running_threshold!r})"
+            )
         rows = [per_joint(env, s, "VariablePosture") for s in (std_standing, std_walking, std_running)]
         self.env, self.command_name = env, command_name
         self.std = torch.tensor(rows, dtype=torch.float32, device=env.device)

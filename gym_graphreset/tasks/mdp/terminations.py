@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts
 from gym_graphreset.tasks.mdp import observations as O
 
 if TYPE_CHECKING:
@@ -19,12 +20,14 @@ def time_out(env: ManagerBasedEnv) -> torch.Tensor:
     return env.elapsed >= env.max_episode_steps
 
 
+@accepts(limit_angle=NON_NEGATIVE)
 def bad_orientation(env: ManagerBasedEnv, limit_angle: float) -> torch.Tensor:
     """The base tilted more than ``limit_angle`` [rad] from upright."""
     gravity = O.projected_gravity(env)
     return torch.acos((-gravity[:, 2]).clamp(-1.0, 1.0)) > limit_angle
 
 
+@accepts(minimum_height=FINITE)
 def root_height_below(env: ManagerBasedEnv, minimum_height: float) -> torch.Tensor:
     """The base fell below ``minimum_height`` [m]."""
     return env.qpos[:, 2] < minimum_height

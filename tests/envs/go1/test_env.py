@@ -18,6 +18,7 @@ import torch
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityFlatEnv, go1_velocity_flat_cfg
+from gym_graphreset.envs.go1.cfg import GO1
 from gym_graphreset.envs.go1.model import ACTION_SCALE, JOINT_NAMES, build_go1_xml, default_joint_pos
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.mdp import VelocityCommandCfg
@@ -300,3 +301,43 @@ def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     assert all(0 < x <= 2.0 for x in logged["track_linear_velocity"])  # weight 2 x dt per step / horizon in s
     assert all(0 < x <= 6 for x in logged["mean_episode_length"])
     assert ppo.save_curve(curve, args).exists()  # with the tracking panel when matplotlib is there
+
+
+@pytest.fixture(scope="module")
+def clipped() -> Go1VelocityFlatEnv:
+    """A bare Go1 env (no wrapper) with ``obs_clip``: partial resets and the space's bounds."""
+    return Go1VelocityFlatEnv(4, device="cpu", obs_clip=2.0)
+
+
+def _startup_values(env: Go1VelocityFlatEnv) -> dict[str, torch.Tensor]:
+    """What Go1's startup events drew per world: foot friction, trunk COM, joint encoder bias."""
+    feet = env.geom_ids(GO1.foot_geoms)
+    return {
+        "friction": env.model_field("geom_friction")[:, feet].clone(),
+        "com": env.model_field("body_ipos")[:, env.body_id(GO1.com_body)].clone(),
+        "encoder_bias": env.encoder_bias.clone(),
+    }
+
+
+def test_seeded_partial_reset_leaves_startup_values_of_running_rows(clipped: Go1VelocityFlatEnv) -> None:
+    clipped.reset(seed=1)
+    for a in _actions(3):
+        clipped.step(a[:4])
+    before = _startup_values(clipped)
+    rows = torch.tensor([False, True, False, True])
+    clipped.reset(seed=2, options={"reset_mask": rows})
+    after = _startup_values(clipped)
+    for name in before:
+        assert torch.equal(after[name][~rows], before[name][~rows]), f"{name} redrawn on mid-episode rows"
+        assert (after[name][rows] != before[name][rows]).flatten(1).any(dim=1).all(), f"{name} kept on reset rows"
+
+
+def test_obs_clip_bounds_the_observation_space(clipped: Go1VelocityFlatEnv) -> None:
+    obs, _ = clipped.reset(seed=0)
+    for a in _actions(2, scale=5.0):
+        obs, *_ = clipped.step(a[:4])
+    for group in ("policy", "critic"):
+        single, batched = clipped.single_observation_space[group], clipped.observation_space[group]
+        assert (single.low == -2.0).all() and (single.high == 2.0).all(), group
+        assert (batched.high == 2.0).all() and batched.contains(obs[group].numpy()), group
+        assert obs[group].abs().max() <= 2.0
