@@ -7,7 +7,7 @@ counter-based draws, capturable in the step graph and with no host read. Term fu
 tracking for any robot.
 """
 
-from gym_graphreset.tasks import mdp
+from gym_graphreset.tasks import mdp, terrain
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.env import ManagerBasedEnv
 from gym_graphreset.tasks.registry import register_task
@@ -42,6 +42,7 @@ __all__ = [
     "TerminationTerm",
     "UniformNoise",
     "mdp",
+    "terrain",
     "register_task",
     "velocity_task",
 ]

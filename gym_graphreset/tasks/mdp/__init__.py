@@ -15,6 +15,7 @@ from gym_graphreset.tasks.mdp.events import (
     reset_joints_by_offset,
     reset_root_state_uniform,
 )
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, RayCastSensorCfg, height_scan
 from gym_graphreset.tasks.mdp.observations import (
     base_ang_vel,
     base_lin_vel,
@@ -43,10 +44,13 @@ from gym_graphreset.tasks.mdp.rewards import (
 )
 from gym_graphreset.tasks.mdp.sensors import ContactSensor, ContactSensorCfg
 from gym_graphreset.tasks.mdp.terminations import bad_orientation, root_height_below, time_out
+from gym_graphreset.tasks.mdp.terrain_levels import reset_to_terrain_origin, terrain_level, terrain_levels_vel
 
 __all__ = [
     "ContactSensor",
     "ContactSensorCfg",
+    "RayCastSensor",
+    "RayCastSensorCfg",
     "FootSwingHeight",
     "VariablePosture",
     "VelocityCommand",
@@ -61,6 +65,7 @@ __all__ = [
     "feet_clearance",
     "feet_slip",
     "generated_commands",
+    "height_scan",
     "imu_lin_vel",
     "joint_pos_limits",
     "joint_pos_rel",
@@ -74,10 +79,13 @@ __all__ = [
     "randomize_geom_friction",
     "reset_joints_by_offset",
     "reset_root_state_uniform",
+    "reset_to_terrain_origin",
     "reward_weight_by_step",
     "root_height_below",
     "site_height",
     "soft_landing",
+    "terrain_level",
+    "terrain_levels_vel",
     "time_out",
     "track_angular_velocity",
     "track_linear_velocity",
