@@ -29,7 +29,7 @@ from gym_graphreset.core.selection import (
     supports_reset_selection,
 )
 from gym_graphreset.core.terms import EpisodeStatistics
-from gym_graphreset.core.validation import DeferredValidationError
+from gym_graphreset.core.validation import CrossRankError, DeferredValidationError
 
 __version__ = "0.1.0"
 
@@ -40,6 +40,7 @@ __all__ = [
     "CheckSink",
     "ClosedEnvironmentError",
     "ConcurrentCallError",
+    "CrossRankError",
     "DeferredValidationError",
     "EpisodeKeys",
     "EpisodeStatistics",

@@ -119,8 +119,8 @@ def count_host_reads(fn: Callable[[], Any]) -> tuple[int, list[str]]:
     host read: ``bool(t)`` (an ``if`` on a tensor), ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``,
     ``int()``/``float()`` of a tensor, ``.nonzero()``, ``masked_select``, ``unique``, and indexing with a
     bool mask; and host uploads, ``torch.tensor`` / ``new_tensor`` and ``as_tensor`` / ``asarray`` of Python or
-    numpy data (make such constants once: under :func:`one_time_uploads`, as the task layer's cached constants
-    are, they are not counted). It sees torch calls only (warp's own syncs need
+    numpy data. Make such constants once: under :func:`~gym_graphreset.capture.host_reads.one_time_uploads`
+    (as the task layer's cached constants are) they are not counted. It sees torch calls only (warp's own syncs need
     :func:`~gym_graphreset.testing.host_syncs.assert_sync_free` on a GPU). Each location is the innermost
     frame outside torch.
     """

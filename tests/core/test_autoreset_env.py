@@ -823,7 +823,7 @@ class _FaultyHostTerm(_FaultyTerm):
     ],
 )
 @pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
-@pytest.mark.parametrize("mode", ["step_graph", "reset_graph"])
+@pytest.mark.parametrize("mode", ["step_graph", "reset_graph", "step_graph_no_warmup"])
 def test_interrupted_step_under_a_cuda_graph(
     mode: str, when: str, hook: str, step: int, exc: type[BaseException]
 ) -> None:
@@ -835,12 +835,21 @@ def test_interrupted_step_under_a_cuda_graph(
     term = torch.zeros(steps, n, dtype=torch.bool)
     term[2::3, 1] = True
     term[4::5, 6] = True
+    if mode == "step_graph_no_warmup":  # graph_warmup=0: the first step captures, so it is where capture fails
+        if when == "warm-up":
+            pytest.skip("no warm-up steps with graph_warmup=0")
+        step = 1 if when == "capture" else step
+    config = (
+        {"config": StepConfig.preset("step_graph", graph_warmup=0)}
+        if mode == "step_graph_no_warmup"
+        else GRAPH_MODES[mode]
+    )
 
     def make() -> tuple[FixedShapeAutoresetVectorEnv, _FaultyHostTerm]:
         faulty = _FaultyHostTerm()
         inner = ScriptedVectorEnv(n, term, torch.zeros(steps, n, dtype=torch.bool), device="cuda")
         terms = {"ep": EpisodeStatistics(), "faulty": faulty, "count": _StepCounter(n, "cuda")}
-        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **GRAPH_MODES[mode]), faulty
+        return FixedShapeAutoresetVectorEnv(inner, reset_terms=terms, **config), faulty
 
     env, faulty = make()
     clean, _ = make()
