@@ -23,7 +23,10 @@ import torch
 _MASK64 = (1 << 64) - 1
 
 __all__ = [
+    "STEP_KEY_STRIDE",
+    "StreamAllocator",
     "fold_seed",
+    "step_bits",
     "EpisodeKeys",
     "bits_to_normal",
     "bits_to_uniform",
@@ -185,3 +188,67 @@ class EpisodeKeys:
     def advance_(self, mask: torch.Tensor) -> None:
         """Count a new episode on the rows of ``mask`` (no host read)."""
         self.episode.copy_(torch.where(mask, self.episode + 1, self.episode))
+
+
+STEP_KEY_STRIDE = 65536
+"""Below ``2**16`` episodes and steps, the step words are those of the 32-bit key ``episode * 65536 + step``."""
+
+_LOW16 = 0xFFFF
+
+
+def step_bits(
+    seed: torch.Tensor, env_ids: torch.Tensor, episode: torch.Tensor, step: torch.Tensor, count: int, *, stream: int
+) -> torch.Tensor:
+    """``count`` 32-bit words per row, ``(n, count)`` int64, keyed by (episode, step): both full 64-bit.
+
+    The hash chain of :func:`~gym_graphreset.core.rng.hash_keys` with the episode round taking the word
+    ``(episode mod 2**16) * 2**16 + step mod 2**16``; when ``episode >> 16`` or ``step >> 16`` is not zero
+    (a negative episode included), four more rounds take their two 32-bit words each. So no two
+    (episode, step) pairs share their hash input, and every pair with ``0 <= episode, step < 2**16`` keeps
+    the words of ``counter_bits(..., episode * 65536 + step, ...)`` (recorded rollouts still hold).
+    """
+    seed_key = _high_key(seed, _K_SEED)
+    row_key = seed_key ^ _high_key(env_ids, _K_ENV)
+    h = _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32) ^ stream)
+    h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
+    h = _combine(h, ((episode & _LOW16) << 16) | (step & _LOW16), row_key)
+    episode_high, step_high = episode >> 16, step >> 16  # arithmetic shifts: -1 stays -1 (not zero)
+    wide = h
+    for word in (episode_high, episode_high >> 32, step_high, step_high >> 32):
+        wide = _combine(wide, word & _MASK32, row_key)
+    h = torch.where((episode_high == 0) & (step_high == 0), h, wide)
+    draws = torch.arange(count, device=env_ids.device)
+    return _combine(h.unsqueeze(-1), draws.unsqueeze(0), row_key.unsqueeze(-1))
+
+
+class StreamAllocator:
+    """Hands out counter-RNG streams by name: the same name gets the same stream, two names never share one.
+
+    Streams start above ``base`` (the highest stream its owner draws from itself: the engine env's reset
+    draws use stream 0, a task's blocks ``rng_stream`` to ``rng_stream + 20``) and step by ``STRIDE``, so
+    that neither a stream nor :func:`counter_normal`'s ``stream + 1000`` meets the owner's streams, their
+    ``+ 1000`` or another allocation's. A stream of ``2**32`` or more folds onto a smaller one in the hash,
+    so allocation stops (``RuntimeError``) before ``stream + 1000`` reaches ``2**32``.
+    """
+
+    STRIDE = 2048
+    NORMAL_OFFSET = 1000
+    """:func:`~gym_graphreset.core.rng.counter_normal` draws from ``stream + NORMAL_OFFSET``."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.streams: dict[str, int] = {}
+
+    def __call__(self, name: str) -> int:
+        """The stream of ``name`` (allocated on first use)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a stream name must be a non-empty str, got {name!r}")
+        if name not in self.streams:
+            stream = self.base + self.STRIDE * (len(self.streams) + 1)
+            if stream + self.NORMAL_OFFSET >= 2**32:
+                raise RuntimeError(
+                    f"no stream left for {name!r}: {len(self.streams)} names hold the streams below 2**32 "
+                    "(larger ones fold onto smaller ones in the hash)"
+                )
+            self.streams[name] = stream
+        return self.streams[name]

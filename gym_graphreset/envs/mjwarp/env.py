@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 import gym_graphreset.envs.mjwarp.checks as mjwarp_checks
 from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int
 from gym_graphreset.core.protocols import CheckSink
-from gym_graphreset.core.rng import EpisodeKeys, bits_to_normal, bits_to_uniform, counter_bits
+from gym_graphreset.core.rng import EpisodeKeys, StreamAllocator, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.checks import WorldChecks
 from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
@@ -72,7 +72,8 @@ class MJWarpVectorEnv(VectorEnv):
     layer's :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step` are a
     fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
     so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes,
-    counter-based draws (:mod:`gym_graphreset.core.rng`, a stream number of its own per use), no host read.
+    counter-based draws (:mod:`gym_graphreset.core.rng`, a stream of its own per use: ``self.streams(name)``),
+    no host read.
 
     Args:
         model: Path to an MJCF file, or the XML itself.
@@ -113,6 +114,10 @@ class MJWarpVectorEnv(VectorEnv):
         elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
         keys: The counter-RNG keys (:class:`~gym_graphreset.core.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
             ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
+        streams: A :class:`~gym_graphreset.core.rng.StreamAllocator`: ``self.streams("goal")`` is a counter-RNG
+            stream for a subclass's own draws, the same for the same name, never shared with another name or
+            the engine's reset draws. Per-step draws key by episode and step with
+            :func:`~gym_graphreset.core.rng.step_bits`.
         init_qpos: ``(nq,)`` float32 (``qpos0``); ``init_qvel``: ``(nv,)`` float32 zeros.
         reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
             :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
@@ -163,6 +168,8 @@ class MJWarpVectorEnv(VectorEnv):
         self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
         self._make_action_space()
+        # named counter-RNG streams for a subclass's own draws, above the engine's reset draws (stream 0)
+        self.streams = StreamAllocator(0)
         with self._on_stream():
             self._setup_task()
             self._progress_buf = self._progress().clone()  # its shape; the first reset fills it

@@ -11,7 +11,7 @@ import torch
 from gymnasium import spaces
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.core.rng import counter_uniform
+from gym_graphreset.core.rng import bits_to_uniform, counter_uniform, step_bits
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
 
@@ -41,9 +41,6 @@ TINY_HOPPER = """
 </mujoco>
 """
 
-# One counter-RNG stream per use, so no two draws share words (the engine's own reset draws use stream 0).
-STREAM_TARGET, STREAM_STEP = 9001, 9002
-
 
 class TinyHopper(MJWarpVectorEnv):
     """A user's own robot: a speed target drawn per episode, a random early stop drawn every step."""
@@ -66,7 +63,8 @@ class TinyHopper(MJWarpVectorEnv):
 
     def _reset_task(self, mask: torch.Tensor) -> None:
         self.log.append("reset_task")
-        target = counter_uniform(self.seed, self.env_ids, self.episode, 1, stream=STREAM_TARGET, high=1.5)[:, 0]
+        target = counter_uniform(self.seed, self.env_ids, self.episode, 1, stream=self.streams("target"), high=1.5)
+        target = target[:, 0]
         self.target_speed.copy_(torch.where(mask, target, self.target_speed))
         self.prev_action.copy_(torch.where(mask.unsqueeze(1), 0.0, self.prev_action))
 
@@ -79,8 +77,10 @@ class TinyHopper(MJWarpVectorEnv):
     def _reward_terminated(
         self, before: torch.Tensor, after: torch.Tensor, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        step_key = self.episode * 65536 + self.elapsed  # a new key every step of every episode
-        u = counter_uniform(self.seed, self.env_ids, step_key, 2, stream=STREAM_STEP)
+        # a new key every step of every episode, on a stream of its own
+        u = bits_to_uniform(
+            step_bits(self.seed, self.env_ids, self.episode, self.elapsed, 2, stream=self.streams("step"))
+        )
         speed = (after[:, 0] - before[:, 0]) / self.dt
         reward = -(speed - self.target_speed).square() - 0.01 * (action - self.prev_action).square().sum(dim=1)
         reward = reward + 0.01 * (u[:, 0] - 0.5)  # a noisy reward term
@@ -179,3 +179,17 @@ def test_own_robot_masked_matches_selected_with_no_host_read() -> None:
     assert int(done.sum()) > 8  # rows did reset (early stops and falls), so the reset paths were exercised
     report = env.capture_report("step", check_host_reads=True)
     assert report.host_reads == [] and report.eligible_on_cuda
+
+
+def test_a_subclass_s_named_streams_stay_clear_of_the_engine_s_and_each_other() -> None:
+    """``self.streams`` gives each name one stream, above the engine's reset stream 0 and its normal stream."""
+    env = TinyHopper(2, device="cpu")
+    try:
+        target, step = env.streams("target"), env.streams("step")
+        assert env.streams("target") == target and target != step
+        used = {0, 1000}  # the engine's reset draws: stream 0 and counter_normal's 0 + 1000
+        for s in (target, step):
+            assert s not in used and s + 1000 not in used
+            used |= {s, s + 1000}
+    finally:
+        env.close()
