@@ -183,3 +183,30 @@ def ppo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModuleType, Path]
     folder = tmp_path_factory.mktemp("ppo")
     ppo.train(ppo_args(ppo, folder, "--save-every", "2", "--tensorboard-dir", str(folder / "tb")))
     return ppo, folder
+
+
+class _Clip:
+    """moviepy's ImageSequenceClip as RecordVideo calls it: keeps the frames instead of encoding them."""
+
+    written: list[tuple[str, list[np.ndarray], float]] = []
+
+    def __init__(self, frames: list[np.ndarray], fps: float) -> None:
+        self.frames, self.fps = list(frames), fps
+
+    def write_videofile(self, path: str, logger: Any = None) -> None:
+        _Clip.written.append((path, self.frames, self.fps))
+
+
+@pytest.fixture
+def clips(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[np.ndarray], float]]:
+    """RecordVideo's encoder replaced (moviepy is not a dependency); everything else is Gymnasium's own."""
+    import sys
+    import types
+
+    for name in ("moviepy", "moviepy.video", "moviepy.video.io"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(
+        sys.modules, "moviepy.video.io.ImageSequenceClip", types.SimpleNamespace(ImageSequenceClip=_Clip)
+    )
+    _Clip.written = []
+    return _Clip.written

@@ -4,7 +4,10 @@ step's 0). test_cleanrl_script.py runs CleanRL's own script with the documented 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import torch
 from torch import nn
 from torch.distributions.normal import Normal
@@ -75,3 +78,43 @@ def test_cleanrl_rollout_runs_and_logs_raw_returns(preset: str) -> None:
     assert all(r == n - e for r, n, e in logged), f"logged returns are not raw: {logged[:5]}"
     assert not torch.allclose(rewards, torch.ones_like(rewards)), "the stack did not normalise rewards"
     envs.close()
+
+
+def test_capture_video_films_world_0_outside_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clips: list
+) -> None:
+    """The script's --capture-video: RecordVideo around the library's env, world 0's frames, in videos/<run>."""
+    from gymnasium.wrappers.vector import RecordVideo
+
+    from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+
+    monkeypatch.chdir(tmp_path)
+    envs = make_envs("gym_graphreset/InvertedPendulum-v5", 4, "cpu", capture_video=True, run_name="r")
+    assert isinstance(envs, RecordVideo) and envs.single_observation_space.shape == (4,)
+    envs.reset(seed=1)
+    try:
+        for _ in range(6):
+            envs.step(torch.zeros(4, 1))
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+    envs.close()
+    assert clips and clips[0][0].startswith(str(tmp_path / "videos" / "r"))
+    assert all(f.ndim == 3 and f.shape[2] == 3 for f in clips[0][1])  # one world's frames
+
+
+def test_capture_video_without_moviepy_runs_without_videos(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # import fails: Gymnasium's DependencyNotInstalled
+    envs = make_envs("gym_graphreset/InvertedPendulum-v5", 2, "cpu", capture_video=True, run_name="r")
+    assert "capture_video: no video is recorded" in capsys.readouterr().out
+    envs.reset(seed=0)
+    envs.step(torch.zeros(2, 1))
+    envs.close()
+
+
+def test_capture_video_of_an_env_that_cannot_render_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="capture_video: gym_graphreset/CartPole-v1 cannot render"):
+        make_envs("gym_graphreset/CartPole-v1", 2, "cpu", capture_video=True)

@@ -188,33 +188,6 @@ def test_bad_render_arguments_are_named(kwargs: dict[str, Any], message: str) ->
         InvertedPendulumEnv(2, device="cpu", **kwargs)
 
 
-class _Clip:
-    """moviepy's ImageSequenceClip as RecordVideo calls it: keeps the frames instead of encoding them."""
-
-    written: list[tuple[str, list[np.ndarray], float]] = []
-
-    def __init__(self, frames: list[np.ndarray], fps: float) -> None:
-        self.frames, self.fps = list(frames), fps
-
-    def write_videofile(self, path: str, logger: Any = None) -> None:
-        _Clip.written.append((path, self.frames, self.fps))
-
-
-@pytest.fixture
-def clips(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[np.ndarray], float]]:
-    """RecordVideo's encoder replaced (moviepy is not a dependency); everything else is Gymnasium's own."""
-    import sys
-    import types
-
-    for name in ("moviepy", "moviepy.video", "moviepy.video.io"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(
-        sys.modules, "moviepy.video.io.ImageSequenceClip", types.SimpleNamespace(ImageSequenceClip=_Clip)
-    )
-    _Clip.written = []
-    return _Clip.written
-
-
 @pytest.mark.parametrize(("first_only", "shape"), [(True, (48, 64, 3)), (False, (48, 128, 3))])
 def test_gymnasium_record_video(tmp_path: Path, clips: list, first_only: bool, shape: tuple[int, ...]) -> None:
     """gymnasium.wrappers.vector.RecordVideo records the env: world 0 alone, or every world tiled, at 1 / dt fps."""
