@@ -8,11 +8,12 @@ import torch
 
 from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts
 from gym_graphreset.tasks.mdp import observations as O
+from gym_graphreset.tasks.mdp.sensors import ContactSensor
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = ["bad_orientation", "root_height_below", "time_out"]
+__all__ = ["bad_orientation", "illegal_contact", "out_of_terrain_bounds", "root_height_below", "time_out"]
 
 
 def time_out(env: ManagerBasedEnv) -> torch.Tensor:
@@ -31,3 +32,27 @@ def bad_orientation(env: ManagerBasedEnv, limit_angle: float) -> torch.Tensor:
 def root_height_below(env: ManagerBasedEnv, minimum_height: float) -> torch.Tensor:
     """The base fell below ``minimum_height`` [m]."""
     return env.qpos[:, 2] < minimum_height
+
+
+@accepts(force_threshold=NON_NEGATIVE)
+def illegal_contact(env: ManagerBasedEnv, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
+    """Any contact of sensor ``sensor_name`` (a ``ContactSensorCfg``) pushes harder than ``force_threshold`` [N].
+
+    mjlab reads the force of each of the step's substeps; this reads the step's last substep.
+    """
+    sensor = env.sensors[sensor_name]
+    if not isinstance(sensor, ContactSensor):
+        raise TypeError(f"illegal_contact: sensor {sensor_name!r} is a {type(sensor).__name__}, not a ContactSensor")
+    return (torch.linalg.vector_norm(sensor.force, dim=-1) > force_threshold).any(dim=1)
+
+
+@accepts(margin=NON_NEGATIVE)
+def out_of_terrain_bounds(env: ManagerBasedEnv, margin: float = 0.3, terrain_name: str = "terrain") -> torch.Tensor:
+    """The base left the generated grid and its border, less ``margin`` [m] (mjlab's; declare ``time_out=True``)."""
+    from gym_graphreset.tasks.mdp.terrain_levels import terrain_state
+
+    cfg = terrain_state(env, terrain_name).terrain.cfg
+    half_x = max(0.0, 0.5 * cfg.num_rows * cfg.size[0] + cfg.border_width - margin)
+    half_y = max(0.0, 0.5 * cfg.num_cols * cfg.size[1] + cfg.border_width - margin)
+    xy = env.qpos[:, 0:2]
+    return (xy[:, 0].abs() > half_x) | (xy[:, 1].abs() > half_y)

@@ -1,0 +1,181 @@
+"""``gym_graphreset/Go1-Velocity-Rough-v0``: mjlab 1.6's ``Mjlab-Velocity-Rough-Unitree-Go1`` on the task layer.
+
+:func:`go1_velocity_rough_cfg` is the flat Go1 task (:func:`~gym_graphreset.envs.go1.cfg.go1_velocity_flat_cfg`)
+with what mjlab's rough config adds: the generated terrain in the model, the trunk's height scan in both
+observation groups, the terrain-level curriculum, the spawn on each env's terrain cell, the body-group
+contact penalties, the thigh-contact and out-of-bounds terminations in place of ``fell_over``, and the rough
+solver budgets (``ccd_iterations=500``, ``njmax=1500``, ``nconmax=35``). ``docs/terrain.md`` lists what differs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
+from gym_graphreset.envs.go1.env import Go1VelocityFlatEnv
+from gym_graphreset.envs.go1.model import LEGS, build_go1_xml
+from gym_graphreset.tasks import mdp
+from gym_graphreset.tasks.binding import NON_NEGATIVE, accepts
+from gym_graphreset.tasks.cfg import TaskCfg
+from gym_graphreset.tasks.mdp.terminations import illegal_contact, out_of_terrain_bounds
+from gym_graphreset.tasks.terms import (
+    CurriculumTerm,
+    EventTerm,
+    MetricTerm,
+    ObsGroup,
+    ObsTerm,
+    RewardTerm,
+    TerminationTerm,
+    UniformNoise,
+)
+from gym_graphreset.tasks.terrain import (
+    ROUGH_TERRAINS_CFG,
+    TERRAIN_BODY,
+    TerrainCfg,
+    TerrainGeneratorCfg,
+    generate_terrain,
+)
+
+__all__ = ["GO1_ROUGH_TERRAIN", "Go1VelocityRoughEnv", "contact_cost", "go1_rough_xml", "go1_velocity_rough_cfg"]
+
+GO1_ROUGH_TERRAIN = replace(ROUGH_TERRAINS_CFG, geom_group=1)
+"""mjlab's rough grid, in geom group 1: visible, and used by neither Go1 model (mjlab's meshes are group 2)."""
+
+CONTACT_GROUPS = {
+    "thigh_ground_touch": r"{leg}_thigh_collision\d*",
+    "shank_ground_touch": r"{leg}_calf_collision\d*",
+    "trunk_ground_touch": r"(trunk|head)_collision",
+}
+"""mjlab's per-body-group contact sensors against the terrain: one MuJoCo contact sensor per matching geom."""
+
+
+def go1_rough_xml(
+    model_xml: str | Path | None = None, *, keep_sensors: bool = False, terrain: TerrainGeneratorCfg = GO1_ROUGH_TERRAIN
+) -> str:
+    """The Go1 model (``build_go1_xml``) on ``terrain``, with mjlab's rough contact sensors and 500 CCD iterations."""
+    import mujoco
+
+    from gym_graphreset.tasks.terrain import add_terrain
+
+    robot = mujoco.MjSpec.from_string(build_go1_xml(model_xml, keep_sensors=keep_sensors))
+    clash = [g.name or "#" for g in robot.geoms if g.group == terrain.geom_group]
+    if clash:
+        raise ValueError(
+            f"go1_rough_xml: the robot's geoms {clash[:4]} are in the terrain's geom group {terrain.geom_group}, "
+            "which the height scan casts against; give the terrain another `geom_group`"
+        )
+    names = [g.name for g in robot.geoms if g.name]
+    spec = mujoco.MjSpec.from_string(add_terrain(robot.to_xml(), generate_terrain(terrain)))
+    spec.option.ccd_iterations = 500
+
+    def sensor(
+        name: str, kind: Any, obj: str, ref: Any = mujoco.mjtObj.mjOBJ_BODY, ref_name: str = TERRAIN_BODY
+    ) -> None:
+        s = spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT)
+        s.objtype, s.objname, s.reftype, s.refname = kind, obj, ref, ref_name
+        s.intprm[:3] = [3, 3, 1]  # found|force, net force, one slot (as the foot sensors)
+
+    for group, pattern in CONTACT_GROUPS.items():
+        for geom in contact_geoms(names, pattern):
+            sensor(f"{group}/{geom}", mujoco.mjtObj.mjOBJ_GEOM, geom)
+    subtree = mujoco.mjtObj.mjOBJ_XBODY  # the trunk's subtree against itself: self-collisions
+    sensor("self_collision", subtree, "trunk", subtree, "trunk")
+    return spec.to_xml()
+
+
+def contact_geoms(names: list[str], pattern: str) -> list[str]:
+    """The geoms of ``names`` matching ``pattern`` (``{leg}`` runs over the legs), in model order."""
+    regex = re.compile("|".join(f"(?:{pattern.format(leg=leg)})" for leg in LEGS))
+    return [n for n in names if regex.fullmatch(n)]
+
+
+@accepts(force_threshold=NON_NEGATIVE)
+def contact_cost(env: Any, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
+    """Mjlab's ``self_collision_cost`` on this step's contacts: 1.0 where any net force exceeds the threshold."""
+    return illegal_contact(env, sensor_name, force_threshold).float()
+
+
+def go1_velocity_rough_cfg(
+    model_xml: str | Path | None = None, *, keep_sensors: bool = False, terrain: TerrainGeneratorCfg = GO1_ROUGH_TERRAIN
+) -> TaskCfg:
+    """Mjlab's Go1 rough velocity task (``terrain``: the grid; default mjlab's rough set, 10 x 7 cells of 8 m)."""
+    import mujoco
+
+    if not isinstance(terrain, TerrainGeneratorCfg):
+        raise ValueError(f"`terrain` must be a TerrainGeneratorCfg, got {type(terrain).__name__}")
+    flat = go1_velocity_flat_cfg(model_xml, keep_sensors=keep_sensors)
+    names = [g.name for g in mujoco.MjSpec.from_string(build_go1_xml(model_xml, keep_sensors=keep_sensors)).geoms]
+    contacts = {
+        g: mdp.ContactSensorCfg(tuple(f"{g}/{n}" for n in contact_geoms(names, p))) for g, p in CONTACT_GROUPS.items()
+    }
+    scan = {"sensor_name": "terrain_scan"}
+
+    def with_scan(group: str, noise: UniformNoise | None) -> ObsGroup:
+        terms = dict(flat.observations[group].terms)
+        at = list(terms).index("command") + 1  # mjlab's order: the scan right after the command
+        items = list(terms.items())
+        items.insert(at, ("height_scan", ObsTerm(mdp.height_scan, scan, noise=noise, scale=1 / 5.0)))
+        return replace(flat.observations[group], terms=dict(items))
+
+    events = dict(flat.events)
+    spawn = ("reset_to_terrain_origin", EventTerm(mdp.reset_to_terrain_origin, "reset"))
+    items = list(events.items())
+    items.insert(list(events).index("reset_base") + 1, spawn)
+    collision = {"self_collisions": "self_collision", "shank_collision": "shank_ground_touch"}
+    collision["trunk_head_collision"] = "trunk_ground_touch"
+    return replace(
+        flat,
+        model=partial(go1_rough_xml, model_xml, keep_sensors=keep_sensors, terrain=terrain),
+        observations={"policy": with_scan("policy", UniformNoise(-0.1, 0.1)), "critic": with_scan("critic", None)},
+        events=dict(items),
+        rewards={
+            **flat.rewards,
+            **{k: RewardTerm(contact_cost, -0.1, {"sensor_name": s}) for k, s in collision.items()},
+        },
+        terminations={
+            "time_out": flat.terminations["time_out"],
+            "out_of_terrain_bounds": TerminationTerm(out_of_terrain_bounds, time_out=True),
+            "illegal_contact": TerminationTerm(illegal_contact, {"sensor_name": "thigh_ground_touch"}),
+        },
+        curriculum={**flat.curriculum, "terrain_levels": CurriculumTerm(mdp.terrain_levels_vel)},
+        metrics={**flat.metrics, "terrain_level": MetricTerm(mdp.terrain_level)},
+        sensors={
+            **flat.sensors,
+            **contacts,
+            "self_collision": mdp.ContactSensorCfg(("self_collision",)),
+            "terrain": TerrainCfg(terrain, max_init_level=5),
+            "terrain_scan": mdp.RayCastSensorCfg("trunk", geom_group=terrain.geom_group),
+        },
+        njmax=1500,
+        nconmax=35,
+    )
+
+
+class Go1VelocityRoughEnv(Go1VelocityFlatEnv):
+    """Go1 velocity tracking on mjlab's rough terrain (see the module docstring).
+
+    Args as :class:`~gym_graphreset.envs.go1.env.Go1VelocityFlatEnv`, plus ``terrain`` (the grid).
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        model_xml: str | Path | None = None,
+        cfg: TaskCfg | None = None,
+        keep_sensors: bool = False,
+        terrain: TerrainGeneratorCfg | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if cfg is not None and (model_xml is not None or keep_sensors or terrain is not None):
+            raise ValueError("give `model_xml` / `keep_sensors` / `terrain` or `cfg`, not both (a cfg names its model)")
+        if cfg is None:
+            cfg = go1_velocity_rough_cfg(model_xml, keep_sensors=keep_sensors, terrain=terrain or GO1_ROUGH_TERRAIN)
+        super().__init__(num_envs, cfg=cfg, **kwargs)
+        self.model_xml, self.keep_sensors = model_xml, keep_sensors
