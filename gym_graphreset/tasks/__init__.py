@@ -1,7 +1,7 @@
 """The task layer: manager-based MuJoCo Warp tasks declared as frozen dataclass configs (mjlab's way).
 
 A task is a :class:`TaskCfg` of named terms (observation groups, actions, rewards, terminations, events,
-commands, sensors, curricula, metrics); :class:`ManagerBasedEnv` runs it full width, masked, with
+commands, sensors, curricula, metrics, recorders); :class:`ManagerBasedEnv` runs it full width, masked, with
 counter-based draws, capturable in the step graph and with no host read. Term functions live in
 :mod:`gym_graphreset.tasks.mdp`; :func:`~gym_graphreset.tasks.velocity.velocity_task` is legged velocity
 tracking for any robot.
@@ -20,6 +20,7 @@ from gym_graphreset.tasks.terms import (
     MetricTerm,
     ObsGroup,
     ObsTerm,
+    RecorderTerm,
     RewardTerm,
     TerminationTerm,
     UniformNoise,
@@ -37,6 +38,7 @@ __all__ = [
     "MetricTerm",
     "ObsGroup",
     "ObsTerm",
+    "RecorderTerm",
     "RewardTerm",
     "TaskCfg",
     "TerminationTerm",

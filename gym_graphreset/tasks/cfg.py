@@ -1,7 +1,8 @@
 """The declarative task configuration: one frozen dataclass naming a task's terms, as mjlab and Isaac Lab write them.
 
 A task is a :class:`TaskCfg`: the model, the sim settings, and one mapping of named terms per manager
-(actions, observation groups, rewards, terminations, events, commands, sensors, curricula, metrics). The
+(actions, observation groups, rewards, terminations, events, commands, sensors, curricula, metrics,
+recorders). The
 term configs are in :mod:`gym_graphreset.tasks.terms` (with the signature each term function has), the
 contracts of commands and sensors in :mod:`gym_graphreset.tasks.protocols`. Nothing here touches torch or
 MuJoCo: :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` turns a ``TaskCfg`` into device tensors once, at
@@ -25,6 +26,7 @@ from gym_graphreset.tasks.terms import (
     MetricTerm,
     ObsGroup,
     ObsTerm,
+    RecorderTerm,
     RewardTerm,
     TerminationTerm,
     _check,
@@ -44,7 +46,8 @@ class TaskCfg:
         episode_length_s: Episode length in seconds (the horizon is ``ceil(episode_length_s / step dt)``).
         actions: The action terms in action order (their widths concatenate).
         observations: Observation groups by name; one group gives a Box space, several a Dict space.
-        rewards, terminations, events, commands, sensors, curriculum, metrics: The terms of each manager.
+        rewards, terminations, events, commands, sensors, curriculum, metrics, recorders: The terms of each
+            manager.
         default_joint_pos: The robot's default pose, by joint name (joints not named default to ``qpos0``).
         soft_joint_limit_factor: Share of each joint's range kept as its soft limits (centred).
         base_body: The floating base body (velocities and orientation are read at its free joint).
@@ -54,6 +57,8 @@ class TaskCfg:
         refresh: Derived fields recomputed after a reset (``"kinematics"`` when observations read sites).
         njmax, nconmax: Constraint rows and contacts per world (``None``: MuJoCo Warp's default).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip).
+        recorder_frames: Frames each env's recording ring keeps (``None``: one whole episode,
+            ``max_episode_steps + 1``, the reset frame included); older frames are overwritten.
     """
 
     model: str | Callable[[], str]
@@ -68,6 +73,7 @@ class TaskCfg:
     sensors: Mapping[str, SensorCfg] = field(default_factory=dict)
     curriculum: Mapping[str, CurriculumTerm] = field(default_factory=dict)
     metrics: Mapping[str, MetricTerm] = field(default_factory=dict)
+    recorders: Mapping[str, RecorderTerm] = field(default_factory=dict)
     default_joint_pos: Mapping[str, float] = field(default_factory=dict)
     soft_joint_limit_factor: float = 1.0
     base_body: str | None = None
@@ -77,6 +83,7 @@ class TaskCfg:
     njmax: int | None = None
     nconmax: int | None = None
     obs_clip: float | None = None
+    recorder_frames: int | None = None
 
     def __post_init__(self) -> None:
         where = "TaskCfg"
@@ -96,7 +103,7 @@ class TaskCfg:
         _require(where, "init_base_height", self.init_base_height, FINITE)
         for joint, q in self.default_joint_pos.items():
             _require(where, f"default_joint_pos[{joint!r}]", q, FINITE)
-        for name in ("njmax", "nconmax"):
+        for name in ("njmax", "nconmax", "recorder_frames"):
             value = getattr(self, name)
             _check(
                 value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1),
@@ -122,6 +129,7 @@ class TaskCfg:
             "events": (self.events, EventTerm),
             "curriculum": (self.curriculum, CurriculumTerm),
             "metrics": (self.metrics, MetricTerm),
+            "recorders": (self.recorders, RecorderTerm),
         }
         for kind, (terms, cls) in kinds.items():
             for name, term in terms.items():
@@ -155,6 +163,7 @@ class TaskCfg:
         "sensors",
         "curriculum",
         "metrics",
+        "recorders",
     )
 
     def _terms(self, kind: str) -> Mapping[str, Any]:

@@ -8,18 +8,20 @@ step of its own (or can forget the engine's checks). One env step:
 2. physics (``decimation`` substeps), the engine's overflow and finite-state record;
 3. sensors; rewards (weighted, x dt, per-term episode sums); terminations (failures / time-outs);
 4. one pass of step draws; commands (count down, resample, steer); interval events (per-env timers);
-5. metrics; observations (noise from the step draws, clip, scale, delay, history).
+5. metrics; observations (noise from the step draws, clip, scale, delay, history); recorders.
 
 A reset of the rows of a mask: curriculum (on the terminal state), the engine's masked reset (reset events
 write the initial state), startup events again when seeded, then every manager's ``reset(rows)`` and the
-observation. Everything is full width with masked writes and counter-based draws
+observation, and the recorders' reset frame. Everything is full width with masked writes and counter-based draws
 (:mod:`~gym_graphreset.tasks.draws`), so the step and the reset read nothing on the host, the selected-row
 and masked paths agree bit for bit on the CPU, and the whole step can be captured in one CUDA graph.
 
 ``info`` of a step: ``reward_terms`` ``(n, k)`` this step's weighted terms (``reward_names``),
 ``episode_reward_sums`` ``(n, k)`` their sums over the episode so far (on a done row: the finished
 episode's; mjlab logs ``mean(sum) / episode_length_s`` as ``Episode_Reward/<name>``), ``terminations``
-``(n, K)`` each termination term's verdict (``termination_names``), and ``metrics`` (episode means).
+``(n, K)`` each termination term's verdict (``termination_names``), and ``metrics``: each metric term's
+episode mean by name, and every command's debug values of this step as ``command/<command>/<key>`` (e.g.
+``command/twist/error_vel_xy``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from gym_graphreset.tasks.managers import (
     TerminationManager,
 )
 from gym_graphreset.tasks.protocols import CommandTerm
+from gym_graphreset.tasks.recorders import RecorderManager
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 
@@ -82,6 +85,8 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         observation_layout: ``{group: {term: column slice}}`` of the concatenated groups.
         reward_names, termination_names: The columns of the step info's ``reward_terms`` / ``terminations``.
         streams: A :class:`~gym_graphreset.tasks.draws.StreamAllocator` for terms' own draws.
+        last_obs: The observation the env returned last (by group), which recorder terms read.
+        recorder_manager: The recording ring of the task's ``recorders`` (``export`` after a rollout).
     """
 
     tracks_progress = False
@@ -157,6 +162,13 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         for block in (self.reset_block, self.step_block, self.startup_block):
             block.freeze()
         self.observation_layout = self.observation_manager.layout
+        self.last_obs: dict[str, Any] = {
+            g: {t: torch.zeros(self.num_envs, c.stop - c.start, device=self.device) for t, c in cols.items()}
+            if not cfg.observations[g].concatenate
+            else torch.zeros(self.num_envs, max(c.stop for c in cols.values()), device=self.device)
+            for g, cols in self.observation_layout.items()
+        }
+        self.recorder_manager = RecorderManager(self)
         self.reward_names = self.reward_manager.names
         self.termination_names = self.termination_manager.names
         self._startup_done = False  # the constructor's reset runs the startup events
@@ -346,8 +358,13 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             "episode_reward_sums": self.reward_manager.episode_sums.clone(),
             "terminations": self.termination_manager.flags.clone(),
         }
-        if self.metric_manager.names:
-            info["metrics"] = {k: v.clone() for k, v in self.metric_manager.episode_means().items()}
+        metrics = {k: v.clone() for k, v in self.metric_manager.episode_means().items()}
+        for name, command in self.commands.items():
+            metrics.update({f"command/{name}/{k}": v.clone() for k, v in command.metrics().items()})
+        if metrics:
+            info["metrics"] = metrics
+        self.last_obs = obs
+        self.recorder_manager.record()
         return obs, reward, terminated, truncated, info
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -368,6 +385,7 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.curriculum_manager.reset(mask)
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
+        self.recorder_manager.reset(mask)
         if seeded or not self._startup_done:
             self._startup_done = True
             u0 = self.startup_block.draw(self.keys, torch.zeros_like(self.episode))
@@ -384,7 +402,10 @@ class ManagerBasedEnv(MJWarpVectorEnv):
         self.invalidate()
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode, self.elapsed)
-        return self.observation_manager.compute(step_u, mask)
+        obs = self.observation_manager.compute(step_u, mask)
+        self.last_obs = obs
+        self.recorder_manager.record(mask)
+        return obs
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")
@@ -405,6 +426,7 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             "sensors": list(self.sensors),
             "curriculum": list(self.curriculum_manager.calls),
             "metrics": list(self.metric_manager.names),
+            "recorders": list(self.recorder_manager.names),
             "draws": {b.name: b.layout() for b in (self.reset_block, self.step_block, self.startup_block)},
             "streams": dict(self.streams.streams),
         }

@@ -29,7 +29,10 @@ class CommandTerm(Protocol):
         """Advance one env step: resample rows whose time ran out, steer, update."""
 
     def metrics(self) -> dict[str, torch.Tensor]:
-        """Per-row debug values published as ``info["commands"][name]`` (may be empty)."""
+        """This step's per-row debug values, published as ``info["metrics"]["command/<command>/<key>"]``.
+
+        Device tensors (the env clones them); may be empty.
+        """
 
 
 @runtime_checkable

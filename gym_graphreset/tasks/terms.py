@@ -1,4 +1,4 @@
-"""The term configs of a task: observations, noise, rewards, terminations, events, curricula, metrics, actions.
+"""The term configs of a task: observations, rewards, terminations, events, curricula, metrics, recorders, actions.
 
 Term functions take the env first and keyword params after; what each kind returns:
 
@@ -11,6 +11,7 @@ termination    ``func(env, **params)``                                 ``(num_en
 event          ``func(env, rows, u, **params)``                        nothing (masked writes)
 curriculum     ``func(env, rows, **params)``                           ``()`` or ``(num_envs,)``
 metric         ``func(env, **params)``                                 ``(num_envs,)`` float
+recorder       ``func(env, **params)``                                 ``(num_envs, ...)``
 ============== ======================================================= ==========================
 
 ``rows`` is a full-width bool mask (never an index list), ``u`` the term's ``(num_envs, draws)`` uniform
@@ -37,6 +38,7 @@ __all__ = [
     "Noise",
     "ObsGroup",
     "ObsTerm",
+    "RecorderTerm",
     "RewardTerm",
     "TerminationTerm",
     "UniformNoise",
@@ -246,6 +248,23 @@ class MetricTerm:
 
     def __post_init__(self) -> None:
         check_params(self.func, self.params, _where("MetricTerm", self.func))
+
+
+@dataclass(frozen=True)
+class RecorderTerm:
+    """A per-frame value kept in the env's recording ring (``(num_envs, ...)`` of a fixed shape and dtype).
+
+    Recorded after every reset (frame 0 of the new episode, on the reset rows) and after every step (all
+    rows); :class:`~gym_graphreset.tasks.recorders.RecorderManager` exports the finished episodes.
+    """
+
+    func: Func
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        where = _where("RecorderTerm", self.func)
+        _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from gym_graphreset.tasks.mdp.commands import VelocityCommand, VelocityCommandCf
 from gym_graphreset.tasks.mdp.curricula import reward_weight_by_step
 from gym_graphreset.tasks.mdp.events import (
     push_by_setting_velocity,
+    randomize_actuator_gains,
     randomize_body_com,
+    randomize_body_mass,
     randomize_encoder_bias,
     randomize_geom_friction,
     reset_joints_by_offset,
@@ -30,6 +32,16 @@ from gym_graphreset.tasks.mdp.observations import (
     projected_gravity,
     site_height,
 )
+from gym_graphreset.tasks.mdp.recorders import (
+    body_ang_vel_w,
+    body_lin_vel_w,
+    body_pos_w,
+    body_quat_w,
+    joint_positions,
+    joint_velocities,
+    motion_recorders,
+    obs_group,
+)
 from gym_graphreset.tasks.mdp.rewards import (
     FootSwingHeight,
     VariablePosture,
@@ -43,15 +55,21 @@ from gym_graphreset.tasks.mdp.rewards import (
     upright,
 )
 from gym_graphreset.tasks.mdp.sensors import ContactSensor, ContactSensorCfg
-from gym_graphreset.tasks.mdp.terminations import bad_orientation, root_height_below, time_out
+from gym_graphreset.tasks.mdp.terminations import (
+    bad_orientation,
+    illegal_contact,
+    out_of_terrain_bounds,
+    root_height_below,
+    time_out,
+)
 from gym_graphreset.tasks.mdp.terrain_levels import reset_to_terrain_origin, terrain_level, terrain_levels_vel
 
 __all__ = [
     "ContactSensor",
     "ContactSensorCfg",
+    "FootSwingHeight",
     "RayCastSensor",
     "RayCastSensorCfg",
-    "FootSwingHeight",
     "VariablePosture",
     "VelocityCommand",
     "VelocityCommandCfg",
@@ -59,6 +77,10 @@ __all__ = [
     "bad_orientation",
     "base_ang_vel",
     "base_lin_vel",
+    "body_ang_vel_w",
+    "body_lin_vel_w",
+    "body_pos_w",
+    "body_quat_w",
     "contact_air_time",
     "contact_force_log",
     "contact_found",
@@ -66,15 +88,23 @@ __all__ = [
     "feet_slip",
     "generated_commands",
     "height_scan",
+    "illegal_contact",
     "imu_lin_vel",
     "joint_pos_limits",
     "joint_pos_rel",
+    "joint_positions",
     "joint_vel",
+    "joint_velocities",
     "last_action",
     "math",
+    "motion_recorders",
+    "obs_group",
+    "out_of_terrain_bounds",
     "projected_gravity",
     "push_by_setting_velocity",
+    "randomize_actuator_gains",
     "randomize_body_com",
+    "randomize_body_mass",
     "randomize_encoder_bias",
     "randomize_geom_friction",
     "reset_joints_by_offset",

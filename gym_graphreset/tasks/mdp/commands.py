@@ -17,6 +17,7 @@ import torch
 
 from gym_graphreset.tasks.binding import NON_NEGATIVE, interval, number
 from gym_graphreset.tasks.mdp import math as M
+from gym_graphreset.tasks.mdp.observations import base_lin_vel
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -146,5 +147,16 @@ class VelocityCommand:
         self.update()
 
     def metrics(self) -> dict[str, torch.Tensor]:
-        """The command and its kind, per row."""
-        return {"command": self.command, "is_heading": self.is_heading, "is_standing": self.is_standing}
+        """This step's debug values per row: the command, its kind and the tracking errors (mjlab's).
+
+        ``error_vel_xy``: ``|command_xy - base_lin_vel_xy|`` and ``error_vel_yaw``: ``|command_z - base yaw
+        rate|``, both in the base frame; the env publishes them as ``info["metrics"]["command/<name>/<key>"]``.
+        """
+        env = self.env
+        return {
+            "command": self.command,
+            "is_heading": self.is_heading,
+            "is_standing": self.is_standing,
+            "error_vel_xy": torch.linalg.vector_norm(self.command[:, :2] - base_lin_vel(env)[:, :2], dim=1),
+            "error_vel_yaw": (self.command[:, 2] - env.qvel[:, 5]).abs(),
+        }

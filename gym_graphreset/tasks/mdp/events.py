@@ -9,11 +9,11 @@ physics.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from gym_graphreset.tasks.binding import NON_NEGATIVE, accepts, interval, number
+from gym_graphreset.tasks.binding import NON_NEGATIVE, Accepts, accepts, interval, number
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp.commands import span
 
@@ -21,8 +21,11 @@ if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
 __all__ = [
+    "Operation",
     "push_by_setting_velocity",
+    "randomize_actuator_gains",
     "randomize_body_com",
+    "randomize_body_mass",
     "randomize_encoder_bias",
     "randomize_geom_friction",
     "reset_joints_by_offset",
@@ -121,3 +124,121 @@ def push_by_setting_velocity(
     r1 = rows.unsqueeze(1)
     env.qvel[:, 0:3].add_(torch.where(r1, lin, 0.0))
     env.qvel[:, 3:6].add_(torch.where(r1, ang_b, 0.0))
+
+
+Operation = Literal["scale", "add", "abs"]
+"""How a drawn value meets the model's: multiplies it, is added to it, or replaces it (mjlab's operations)."""
+_OPERATIONS = ("scale", "add", "abs")
+_OPERATION = Accepts(f"one of {list(_OPERATIONS)}", lambda v: v in _OPERATIONS)
+
+
+def _apply(base: torch.Tensor, drawn: torch.Tensor, operation: Operation) -> torch.Tensor:
+    """``base`` changed by ``drawn`` as ``operation`` says."""
+    if operation == "scale":
+        return base * drawn
+    if operation == "add":
+        return base + drawn
+    return drawn
+
+
+def _need_draws(u: torch.Tensor, need: int, func: str) -> None:
+    if u.shape[1] != need:
+        raise ValueError(f"{func}: its EventTerm needs `draws={need}`, got draws={u.shape[1]}")
+
+
+def _positive_result(rng: tuple[float, float], operation: Operation, func: str, what: str) -> None:
+    if operation in ("scale", "abs") and rng[0] <= 0.0:
+        raise ValueError(f"{func}: with operation={operation!r}, `{what}` must have low > 0, got {rng!r}")
+
+
+@accepts(mass_range=interval(), operation=_OPERATION)
+def randomize_body_mass(
+    env: ManagerBasedEnv,
+    rows: torch.Tensor,
+    u: torch.Tensor,
+    bodies: tuple[str, ...],
+    mass_range: tuple[float, float],
+    operation: Operation = "scale",
+) -> None:
+    """Mass of each of ``bodies`` drawn from ``mass_range`` per world (one draw per body), mjlab's operations.
+
+    The subtree masses are recomputed from the new masses (MuJoCo Warp's subtree centre of mass reads them);
+    inertia and the inverse weights keep the model's values, as mjlab's ``randomize_field`` leaves them.
+    Needs ``model_fields=("body_mass", "body_subtreemass")`` and ``draws=len(bodies)`` on the event.
+    """
+    _need_draws(u, len(bodies), "randomize_body_mass")
+    _positive_result(mass_range, operation, "randomize_body_mass", "mass_range")
+    ids = env.constant(("body_ids", bodies), lambda: torch.tensor([env.body_id(b) for b in bodies], device=env.device))
+
+    def subtree_matrix() -> torch.Tensor:
+        """``s[b, j] = 1`` where body ``j`` is in ``b``'s subtree (``b`` itself or a descendant)."""
+        parent = env.mjm.body_parentid
+        s = torch.zeros(env.mjm.nbody, env.mjm.nbody)
+        for j in range(env.mjm.nbody):
+            b = j
+            while True:
+                s[b, j] = 1.0
+                if b == 0:
+                    break
+                b = int(parent[b])
+        return s.to(env.device)
+
+    subtree = env.constant("body_subtree_matrix", subtree_matrix)
+    field, base = env.model_field("body_mass"), env.model_default("body_mass")
+    mass = base.expand(env.num_envs, -1).clone()
+    mass[:, ids] = _apply(base[ids], span(u, *mass_range), operation).to(mass.dtype)
+    field.copy_(torch.where(rows.unsqueeze(1), mass, field))
+    subtreemass = env.model_field("body_subtreemass")
+    subtreemass.copy_(torch.where(rows.unsqueeze(1), (field @ subtree.T).to(subtreemass.dtype), subtreemass))
+
+
+@accepts(stiffness_range=interval(), damping_range=interval(), operation=_OPERATION)
+def randomize_actuator_gains(
+    env: ManagerBasedEnv,
+    rows: torch.Tensor,
+    u: torch.Tensor,
+    joint_names: tuple[str, ...],
+    stiffness_range: tuple[float, float],
+    damping_range: tuple[float, float],
+    operation: Operation = "scale",
+) -> None:
+    """Stiffness ``kp`` and damping ``kv`` of the position actuators of ``joint_names``, per world.
+
+    Draws ``kp`` for each joint, then ``kv`` (``draws=2 * len(joint_names)``) and writes them as a MuJoCo
+    position actuator holds them: ``gainprm[0] = kp``, ``biasprm[1] = -kp``, ``biasprm[2] = -kv``.
+    Needs ``model_fields=("actuator_gainprm", "actuator_biasprm")`` on the event.
+    """
+    k = len(joint_names)
+    _need_draws(u, 2 * k, "randomize_actuator_gains")
+    _positive_result(stiffness_range, operation, "randomize_actuator_gains", "stiffness_range")
+
+    def actuators() -> torch.Tensor:
+        import mujoco
+
+        ids = env.actuator_ids(joint_names, "randomize_actuator_gains: `joint_names`")
+        m = env.mjm
+        for a, j in zip(ids, joint_names, strict=True):
+            position = (
+                int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED
+                and int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_AFFINE
+                and m.actuator_biasprm[a, 1] == -m.actuator_gainprm[a, 0]
+            )
+            if not position:
+                raise ValueError(
+                    f"randomize_actuator_gains: `joint_names` must name joints driven by position actuators "
+                    f"(gainprm[0] = kp, biasprm[1] = -kp, biasprm[2] = -kv); {j!r}'s actuator is not one"
+                )
+        return torch.tensor(ids, device=env.device)
+
+    ids = env.constant(("position_actuators", joint_names), actuators)
+    gain, gain0 = env.model_field("actuator_gainprm"), env.model_default("actuator_gainprm")
+    bias, bias0 = env.model_field("actuator_biasprm"), env.model_default("actuator_biasprm")
+    kp = _apply(gain0[ids, 0], span(u[:, :k], *stiffness_range), operation)
+    kv = _apply(-bias0[ids, 2], span(u[:, k:], *damping_range), operation)
+    new_gain, new_bias = gain0.expand(env.num_envs, -1, -1).clone(), bias0.expand(env.num_envs, -1, -1).clone()
+    new_gain[:, ids, 0] = kp.to(new_gain.dtype)
+    new_bias[:, ids, 1] = (-kp).to(new_bias.dtype)
+    new_bias[:, ids, 2] = (-kv).to(new_bias.dtype)
+    r = rows.view(-1, 1, 1)
+    gain.copy_(torch.where(r, new_gain, gain))
+    bias.copy_(torch.where(r, new_bias, bias))
