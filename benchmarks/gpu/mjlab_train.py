@@ -2,7 +2,9 @@
 
 The reference curve for "how fast does a policy learn to walk": mjlab's ``Mjlab-Velocity-Flat-Unitree-Go1``
 trained exactly as ``mjlab.scripts.train`` does it (its env config, its rsl_rl PPO config from
-``tasks/velocity/config/go1/rl_cfg.py``, its runner class, random initial episode lengths), with two
+``tasks/velocity/config/go1/rl_cfg.py``, its runner class, random initial episode lengths, and its seeding:
+``--seed`` (default: the rl config's, 42) goes to both ``rl_cfg.seed`` and ``env_cfg.seed``, as the train script
+sets ``cfg.agent.seed = cfg.env.seed = seed`` on one GPU; the env seeds Python, NumPy, Warp and torch), with two
 changes that do not touch the learning: rsl_rl's log writer is replaced by one that records each
 iteration's scalars, and training stops at the first iteration that ends past ``--budget-s``
 (checkpoints are not written).
@@ -19,9 +21,12 @@ Each row of the JSON (rewritten after every iteration, so a killed run keeps its
 - ``episode_length``: rsl_rl's mean length (steps) of the last 100 finished episodes (``None`` before one ends);
 - ``mean_reward``, ``collect_s``, ``learn_s``, ``iteration``.
 
+The record also holds ``seed``, ``versions`` (mjlab, mujoco, mujoco-warp, rsl-rl-lib, torch, the GPU) and
+``rsl_rl_lib`` (rsl-rl-lib's version, as ``benchmarks/gpu/rsl_rl_go1.py`` records it).
+
 Usage (imports only the standard library, torch, mjlab and rsl_rl)::
 
-    python benchmarks/gpu/mjlab_train.py --budget-s 300 --num-envs 4096 --out "$OUT"
+    python benchmarks/gpu/mjlab_train.py --budget-s 300 --num-envs 4096 --seed 42 --out "$OUT"
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-envs", type=int, default=4096, help="number of envs (default: 4096)")
     parser.add_argument("--budget-s", type=float, default=300.0, help="wall-clock budget in seconds (default: 300)")
     parser.add_argument("--max-iterations", type=int, default=None, help="stop earlier (default: the rl config's)")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="rl_cfg.seed and env_cfg.seed, as mjlab's train script (default: 42)"
+    )
     parser.add_argument("--device", default="cuda:0", help="torch device (default: cuda:0)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")), help="output folder ($OUT)")
     parser.add_argument("--name", default="mjlab_train.json", help="JSON file name (default: mjlab_train.json)")
@@ -109,6 +117,17 @@ def _budgeted_runner(base: type) -> type:
     return BudgetedRunner
 
 
+def apply_seed(env_cfg: Any, rl_cfg: Any, seed: int | None) -> int:
+    """Seed as ``mjlab.scripts.train`` does on one GPU (rank 0): ``rl_cfg.seed = env_cfg.seed = seed``.
+
+    ``seed=None`` keeps the rl config's (42 for Go1). Returns the seed used.
+    """
+    if seed is not None:
+        rl_cfg.seed = seed
+    env_cfg.seed = rl_cfg.seed
+    return int(rl_cfg.seed)
+
+
 def _write(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
@@ -138,17 +157,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_torch_backends()  # as mjlab's train script does
     env_cfg, rl_cfg = load_env_cfg(args.task), load_rl_cfg(args.task)
     env_cfg.scene.num_envs = args.num_envs
-    env_cfg.seed = rl_cfg.seed
+    apply_seed(env_cfg, rl_cfg, args.seed)
     iterations = args.max_iterations or rl_cfg.max_iterations
     agent_cfg = asdict(rl_cfg)
+    versions = _versions(torch)
     record: dict[str, Any] = {
         "trainer": "mjlab + rsl_rl OnPolicyRunner (the task's own runner class and PPO config)",
         "task": args.task,
+        "model": "the task's own (mjlab's asset_zoo/robots/unitree_go1/xmls/go1.xml for Go1)",
         "num_envs": args.num_envs,
         "device": args.device,
         "budget_s": args.budget_s,
         "max_iterations": iterations,
-        "versions": _versions(torch),
+        "seed": rl_cfg.seed,
+        "versions": versions,
+        "rsl_rl_lib": versions.get("rsl-rl-lib"),
         "rl_cfg": json.loads(json.dumps(agent_cfg, default=str)),
         "logger": "an in-memory rsl_rl LogWriter replaces rl_cfg's logger; no checkpoints",
         "fields": {"wall_s": "seconds since the training loop started", **TAGS},
@@ -161,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps_per_iteration = rl_cfg.num_steps_per_env * args.num_envs
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / args.name
+    _write(path, record)  # before the first iteration: a run killed early still names its settings
     start = 0.0
 
     def on_iteration(runner: Any, it: int) -> None:
@@ -187,9 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _write(path, record)
     last = record["rows"][-1] if record["rows"] else {}
     print(
-        f"mjlab {args.task} x{args.num_envs}: {len(record['rows'])} iterations, {last.get('env_steps', 0):,} env "
-        f"steps in {record['train_s']:.1f} s (stopped: {record['stopped']}); last track_lin_vel "
-        f"{last.get('track_lin_vel')}, episode_length {last.get('episode_length')}; wrote {path}"
+        f"mjlab {args.task} x{args.num_envs} seed {rl_cfg.seed}: {len(record['rows'])} iterations, "
+        f"{last.get('env_steps', 0):,} env steps in {record['train_s']:.1f} s (stopped: {record['stopped']}); "
+        f"last track_lin_vel {last.get('track_lin_vel')}, episode_length {last.get('episode_length')}; wrote {path}"
     )
     env.close()
     return 0

@@ -26,8 +26,10 @@ the mean over the reset rows of the weighted, dt-scaled episode sum over the con
 seconds; then the mean over the iteration's steps with resets; ``None`` when none reset), the same pooled
 over the iteration's finished episodes (``track_lin_vel_episodes``, ``track_ang_vel_episodes``: the figure
 this script reported before), ``episode_length`` and ``mean_reward`` (the mean length and raw return of
-those episodes). The record names the model (``model_xml``, its SHA-256), the learner and rsl-rl-lib's
-version. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
+those episodes). The record names the model (``model_xml``, its SHA-256), the learner, the ``seed`` (also
+the config's, as mjlab's train script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use mjlab's pin, 5.4.2,
+for a like-for-like run: ``benchmarks/gpu/go1_like_for_like.sh``). It is first written before the training
+loop. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
 
 Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
 config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
@@ -216,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runner_class = RUNNERS[args.runner]
     cfg = mjlab_go1_cfg(args.algorithm, check_for_nan=args.runner == "stock")
     cfg["save_interval"] = args.save_every
+    cfg["seed"] = args.seed  # as mjlab's train script sets agent.seed (rsl_rl itself does not read it)
     recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
     setup_start = time.perf_counter()
     env_kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
@@ -238,9 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"resumed from {args.resume} (iteration {runner.current_learning_iteration})")
     first_it = runner.current_learning_iteration
     stats = wrapped.reset_terms["episode"]
-    steps_per_iteration = cfg["num_steps_per_env"] * args.num_envs
+    steps_per_iteration = recorded_cfg["num_steps_per_env"] * args.num_envs
     record: dict[str, Any] = {
-        "trainer": f"rsl_rl {runner_class.__name__} + {cfg['algorithm']['class_name']} through "
+        "trainer": f"rsl_rl {runner_class.__name__} + {recorded_cfg['algorithm']['class_name']} through "
         "gym_graphreset.integrations.rsl_rl (mjlab's Go1 PPO)",
         "task": ENV_ID,
         **_model(args.model_xml),
@@ -251,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "device": args.device,
         "preset": preset,
         "budget_s": args.budget_s,
+        "seed": args.seed,
         "resumed_from": None if args.resume is None else str(args.resume),
         "versions": _versions(),
         "rl_cfg": recorded_cfg,
@@ -269,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / args.name
+    _write(path, record)  # before the first iteration: a run killed early still names its settings
     bar = tqdm(total=int(args.budget_s), desc="Go1 rsl_rl", unit="s")
 
     def save(it: int) -> None:
