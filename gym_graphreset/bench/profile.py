@@ -9,10 +9,12 @@ captured-graph replays too) and sums device time per kernel into four groups:
 - ``copies``: memcpy and memset (buffers, the publication ring, host transfers);
 - ``torch``: every other kernel (terms, masks, observation assembly).
 
-On a CPU there are no device kernels: the groups then sum the CPU time of torch's operators (``torch`` and
-``copies``; warp's CPU kernels are not visible to the profiler). ``python -m gym_graphreset profile``
-prints the table and writes it as JSON; :func:`profile_sweep` repeats it over batch sizes, to show which
-group grows faster than the physics.
+The physics group is a lower bound on a CUDA graph: kernels inside the solver's conditional nodes are
+not all traced (Go1 at 16,384 envs: 7.8 ms of physics kernels traced against 23.7 ms timed), while the
+torch and copy kernels are. On a CPU there are no device kernels: the groups then sum the CPU time of
+torch's operators (``torch`` and ``copies``; warp's CPU kernels are not visible to the profiler).
+``python -m gym_graphreset profile`` prints the table and writes it as JSON; :func:`profile_sweep` repeats it
+over batch sizes, to show which group grows faster than the physics.
 """
 
 from __future__ import annotations
