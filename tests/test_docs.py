@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -126,6 +127,9 @@ def test_python_blocks_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p, doctests=True)], ids=lambda p: p.name)
 def test_doctest_examples_run(page: Path) -> None:
+    # a reader runs a page in a fresh interpreter: no graphs compiled by earlier tests in this worker
+    # (compile.md prints a compile report, whose recompiles would otherwise count theirs)
+    torch._dynamo.reset()
     parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     globs: dict = {}
     for i, block in enumerate(_blocks(page, doctests=True)):  # one namespace per page, in order

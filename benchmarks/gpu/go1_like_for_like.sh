@@ -26,9 +26,9 @@
 #        . /opt/ggkit/env.sh && RUN=stock SEED=42 BUDGET_S=240 bash benchmarks/gpu/go1_like_for_like.sh
 #        ... RUN=mjlab SEED=43, RUN=stock SEED=43, RUN=finalobs SEED=42, RUN=syncfree SEED=42,
 #        RUN=ppo-example SEED=42 (then more seeds of those where time allows)
-#      ($OUT is set by the GPU machine; set it yourself elsewhere.) A session has 30 min of device time: steps
-#      1-3 and about four runs; the other runs in a second session, staged again (steps 1-3). Compare only runs
-#      on the same kind of card (each JSON's versions.gpu; the plot script warns).
+#      (set OUT to an output folder.) Steps 1-3 and about four runs take some 30 min of GPU time; run the rest
+#      later, staged again (steps 1-3). Compare only runs on the same kind of card (each JSON's versions.gpu;
+#      the plot script warns).
 #   5. here: copy each call's go1-l4l-<RUN>-s<SEED>.json into one folder (e.g. benchmarks/results/go1-like-for-like)
 #      and draw the figure: .venv/bin/python benchmarks/gpu/plot_like_for_like.py benchmarks/results/go1-like-for-like
 # What comes back under $OUT: go1-l4l-<RUN>-s<SEED>.{json,log} (the JSON rewritten after every iteration, so a

@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 Group = Literal["physics", "warp", "copies", "torch"]
+"""A group of kernels (or, on a CPU, operators) that a step's time is summed into."""
 GROUPS: tuple[Group, ...] = ("physics", "warp", "copies", "torch")
 """The groups a kernel (or, on a CPU, an operator) is summed into."""
 

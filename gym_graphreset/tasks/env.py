@@ -84,7 +84,7 @@ class ManagerBasedEnv(MJWarpVectorEnv):
             ``qpos`` / ``qvel`` columns; ``default_joint_pos`` ``(nj,)``; ``soft_joint_limits`` ``(nj, 2)``.
         observation_layout: ``{group: {term: column slice}}`` of the concatenated groups.
         reward_names, termination_names: The columns of the step info's ``reward_terms`` / ``terminations``.
-        streams: A :class:`~gym_graphreset.tasks.draws.StreamAllocator` for terms' own draws.
+        streams: A :class:`~gym_graphreset.core.rng.StreamAllocator` for terms' own draws.
         last_obs: The observation the env returned last (by group), which recorder terms read.
         recorder_manager: The recording ring of the task's ``recorders`` (``export`` after a rollout).
     """

@@ -15,8 +15,8 @@ still whole in the ring to an ``.npz``: one array per term (the episodes' frames
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -144,9 +144,7 @@ class RecorderManager:
                 start = stop
         return out
 
-    def export(
-        self, path: str | os.PathLike[str], *, fields: tuple[str, ...] | None = None, compressed: bool = False
-    ) -> int:
+    def export(self, path: str | Path, *, fields: tuple[str, ...] | None = None, compressed: bool = False) -> int:
         """Write the finished episodes to ``path`` (``.npz``); returns how many.
 
         Arrays: each term of ``fields`` (default: all) as the episodes' frames concatenated, frames first;
@@ -164,7 +162,7 @@ class RecorderManager:
         (np.savez_compressed if compressed else np.savez)(path, **arrays)
         return len(episodes)
 
-    def export_motion(self, path: str | os.PathLike[str], episode: int = 0) -> RecordedEpisode:
+    def export_motion(self, path: str | Path, episode: int = 0) -> RecordedEpisode:
         """Write finished episode number ``episode`` (of :meth:`episodes`) as an mjlab motion ``.npz``.
 
         Arrays: ``fps`` ``(1,)`` and :data:`MOTION_FIELDS`, frames first (needs recorders of those names,
