@@ -4,9 +4,9 @@
     .venv/bin/python benchmarks/gpu/plot_like_for_like.py DIR --out fig.png    # DIR searched recursively
 
 Finds every ``go1-l4l-<RUN>-s<SEED>.json`` under the folders given, groups them by run (the record's ``run``,
-else the file name), draws :func:`gym_graphreset.bench.plotting.plot_training_comparison` (mjlab's
+else the file name), draws :func:`gym_graphreset.bench.training_plots.plot_training_comparison` (mjlab's
 ``track_lin_vel`` against wall-clock and against env steps; seeds thin, their mean thick) and prints a Markdown
-table (:func:`~gym_graphreset.bench.plotting.summarize_training_comparison`), also written next to the PNG.
+table (:func:`~gym_graphreset.bench.training_plots.summarize_training_comparison`), also written next to the PNG.
 It warns where the runs are not like for like: other GPUs, rsl-rl-lib versions, budgets or env counts, or
 one of this library's runs not on mjlab's go1.xml.
 """
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_graphreset.bench.plotting import plot_training_comparison, summarize_training_comparison
+from gym_graphreset.bench.training_plots import plot_training_comparison, summarize_training_comparison
 
 PATTERN = re.compile(r"go1-l4l-(?P<run>.+)-s(?P<seed>-?\d+)\.json")
 """The file names the driver writes."""

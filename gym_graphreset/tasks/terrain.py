@@ -6,43 +6,55 @@ rasterised into ONE MuJoCo heightfield (``hfield``) covering the whole grid; the
 random boxes) are also box geoms by default (exact vertical faces), standing on the heightfield lowered to
 their base. A flat border frame of boxes surrounds the grid.
 
-- :class:`TerrainGeneratorCfg` and the sub-terrain configs (:class:`FlatTerrainCfg`,
-  :class:`RandomRoughTerrainCfg`, :class:`PyramidStairsTerrainCfg`, :class:`PyramidSlopeTerrainCfg`,
-  :class:`RandomBoxesTerrainCfg`) are frozen and validated; :data:`ROUGH_TERRAINS_CFG` is mjlab 1.6's
-  rough set on them.
+- :class:`TerrainGeneratorCfg` and the sub-terrain configs (in :mod:`gym_graphreset.tasks.sub_terrains`,
+  re-exported here) are frozen and validated; :data:`ROUGH_TERRAINS_CFG` is mjlab 1.6's rough set on them.
 - :func:`generate_terrain` builds a :class:`Terrain` (heights, boxes, origins ``(rows, cols, 3)``) from a
   config, the same for the same seed.
 - :meth:`Terrain.to_mjcf` writes the fragment; :func:`add_terrain` puts it into a robot's MJCF in place of
   its flat floor; :meth:`Terrain.env_origins` places envs by ``(level, type)`` cell.
 - :class:`TerrainCfg` is the terrain as a task part (in ``TaskCfg.sensors``): per-env levels, types and
-  origins on the device, moved by :func:`~gym_graphreset.tasks.mdp.terrain_levels.terrain_levels_vel`.
+  origins on the device (a :class:`~gym_graphreset.tasks.terrain_state.TerrainState`), moved by
+  :func:`~gym_graphreset.tasks.mdp.terrain_levels.terrain_levels_vel`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
+
+from gym_graphreset.tasks.sub_terrains import (
+    _EPS,
+    SubTerrain,
+    _box_surface,
+    _check_literal,
+    _check_non_negative,
+    _check_positive,
+    _check_range,
+    _fail,
+    _finite,
+    _frame,
+    _proportional_counts,
+)
+from gym_graphreset.tasks.sub_terrains import FlatTerrainCfg as FlatTerrainCfg
+from gym_graphreset.tasks.sub_terrains import PyramidSlopeTerrainCfg as PyramidSlopeTerrainCfg
+from gym_graphreset.tasks.sub_terrains import PyramidStairsTerrainCfg as PyramidStairsTerrainCfg
+from gym_graphreset.tasks.sub_terrains import RandomBoxesTerrainCfg as RandomBoxesTerrainCfg
+from gym_graphreset.tasks.sub_terrains import RandomRoughTerrainCfg as RandomRoughTerrainCfg
+from gym_graphreset.tasks.sub_terrains import SubTerrainCfg as SubTerrainCfg
+from gym_graphreset.tasks.terrain_state import TerrainState as TerrainState
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
 __all__ = [
     "ROUGH_TERRAINS_CFG",
-    "FlatTerrainCfg",
-    "PyramidSlopeTerrainCfg",
-    "PyramidStairsTerrainCfg",
-    "RandomBoxesTerrainCfg",
-    "RandomRoughTerrainCfg",
-    "SubTerrainCfg",
     "Terrain",
     "TerrainCfg",
     "TerrainGeneratorCfg",
-    "TerrainState",
     "add_terrain",
     "generate_terrain",
 ]
@@ -51,295 +63,6 @@ TERRAIN_BODY = "terrain"
 """The static body holding every terrain geom (contact sensors and rays may name it)."""
 HFIELD_NAME = "terrain_hfield"
 """The name of the heightfield asset and of its geom."""
-_EPS = 1e-6
-
-
-def _fail(where: str, name: str, text: str, value: Any) -> None:
-    raise ValueError(f"{where}: `{name}` must be {text}, got {value!r}")
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _check_positive(where: str, name: str, value: Any) -> None:
-    if not (_finite(value) and value > 0):
-        _fail(where, name, "a finite number > 0", value)
-
-
-def _check_non_negative(where: str, name: str, value: Any) -> None:
-    if not (_finite(value) and value >= 0):
-        _fail(where, name, "a finite number >= 0", value)
-
-
-def _check_range(where: str, name: str, value: Any, low: float = 0.0) -> None:
-    ok = (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(_finite(v) and v >= low for v in value)
-        and value[0] <= value[1]
-    )
-    if not ok:
-        _fail(where, name, f"a (low, high) of finite numbers >= {low:g} with low <= high", value)
-
-
-def _check_literal(where: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        _fail(where, name, f"one of {list(allowed)}", value)
-
-
-# ---------------------------------------------------------------------------------------------- sub-terrains
-
-
-@dataclass(frozen=True)
-class _Cell:
-    """One generated cell in local coordinates (``[0, sx] x [0, sy]``, z up, the border at z = 0).
-
-    ``boxes``: ``(k, 6)`` centre and half sizes; ``base``: the heightfield level under the boxes; ``heights``
-    gives the heightfield terrains' surface at local points (``None`` for box terrains).
-    """
-
-    base: float = 0.0
-    boxes: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
-    grid: np.ndarray | None = None
-    """A heightfield terrain's own samples on the cell's sample grid (``(nx, ny)``), or ``None``."""
-
-
-@dataclass(frozen=True)
-class SubTerrainCfg:
-    """Fields every sub-terrain has.
-
-    Attributes:
-        proportion: Share of the envs spawned on this terrain's column (normalised over the sub-terrains).
-    """
-
-    proportion: float = 1.0
-    kind: str = field(default="", init=False)
-
-    def __post_init__(self) -> None:
-        _check_positive(type(self).__name__, "proportion", self.proportion)
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class FlatTerrainCfg(SubTerrainCfg):
-    """Flat ground at z = 0 (mjlab's ``BoxFlatTerrainCfg``)."""
-
-    kind: Literal["flat"] = field(default="flat", init=False)
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        return _Cell(grid=np.zeros(_samples(size, hs)))
-
-
-@dataclass(frozen=True)
-class RandomRoughTerrainCfg(SubTerrainCfg):
-    """Random uniform heights on every heightfield sample (mjlab's ``HfRandomUniformTerrainCfg``).
-
-    Attributes:
-        noise_range: (min, max) height [m] at difficulty 1; heights are drawn from ``min, min + noise_step,
-            ... <= max``, both scaled by the difficulty when ``scale_with_difficulty``.
-        noise_step: Height quantum [m].
-        border_width: Flat border at z = 0 around the cell [m].
-        scale_with_difficulty: Ramp the amplitude from flat (difficulty 0) to ``noise_range`` (1). mjlab's
-            default is ``False`` (the same roughness on every row); here ``True`` so rows get harder.
-    """
-
-    noise_range: tuple[float, float] = (0.02, 0.10)
-    noise_step: float = 0.02
-    border_width: float = 0.25
-    scale_with_difficulty: bool = True
-    kind: Literal["random_rough"] = field(default="random_rough", init=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        where = "RandomRoughTerrainCfg"
-        _check_range(where, "noise_range", self.noise_range)
-        _check_positive(where, "noise_step", self.noise_step)
-        _check_non_negative(where, "border_width", self.border_width)
-        if not isinstance(self.scale_with_difficulty, bool):
-            _fail(where, "scale_with_difficulty", "a bool", self.scale_with_difficulty)
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        scale = difficulty if self.scale_with_difficulty else 1.0
-        lo, hi = self.noise_range[0] * scale, self.noise_range[1] * scale
-        levels = np.arange(lo, hi + 0.5 * self.noise_step, self.noise_step) if hi > lo else np.array([lo])
-        shape = _samples(size, hs)
-        grid = rng.choice(levels, size=shape)
-        b = round(self.border_width / hs)
-        if b > 0:
-            inner = np.zeros(shape, dtype=bool)
-            inner[b:-b, b:-b] = True
-            grid = np.where(inner, grid, 0.0)
-        return _Cell(grid=grid)
-
-
-@dataclass(frozen=True)
-class PyramidSlopeTerrainCfg(SubTerrainCfg):
-    """A four-sided pyramid (or pit, ``inverted``) rising from the border to a flat top platform.
-
-    mjlab's ``HfPyramidSlopedTerrainCfg`` facts: ``slope_range`` (rise / run, by difficulty), platform and border.
-    The pyramid here has planar faces (height = slope x distance to the nearest inner edge).
-
-    Attributes:
-        slope_range: (min, max) slope (rise / run) at difficulty 0 and 1.
-        platform_width: Side of the flat top (bottom when inverted) [m].
-        border_width: Flat border at z = 0 [m].
-        inverted: A pit instead of a hill.
-    """
-
-    slope_range: tuple[float, float] = (0.0, 0.7)
-    platform_width: float = 2.0
-    border_width: float = 0.25
-    inverted: bool = False
-    kind: Literal["pyramid_slope"] = field(default="pyramid_slope", init=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        where = "PyramidSlopeTerrainCfg"
-        _check_range(where, "slope_range", self.slope_range)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
-        if not isinstance(self.inverted, bool):
-            _fail(where, "inverted", "a bool", self.inverted)
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        slope = self.slope_range[0] + difficulty * (self.slope_range[1] - self.slope_range[0])
-        nx, ny = _samples(size, hs)
-        x, y = np.meshgrid(np.arange(nx) * hs, np.arange(ny) * hs, indexing="ij")
-        bw = self.border_width
-        dist = np.minimum(np.minimum(x - bw, size[0] - bw - x), np.minimum(y - bw, size[1] - bw - y))
-        top = 0.5 * (min(size) - 2.0 * bw - self.platform_width)
-        h = slope * np.clip(dist, 0.0, max(top, 0.0))
-        return _Cell(grid=-h if self.inverted else h)
-
-
-@dataclass(frozen=True)
-class PyramidStairsTerrainCfg(SubTerrainCfg):
-    """Square stairs up to a central platform (or down into a pit, ``inverted``), made of boxes.
-
-    mjlab's ``BoxPyramidStairsTerrainCfg`` / ``BoxInvertedPyramidStairsTerrainCfg``: ring ``k`` (from the
-    border inward) has its top at ``(k + 1) * step_height`` (``-(k + 1) * step_height`` inverted), the platform
-    one step above (below) the last ring; ``num_steps = (min(size) - 2 border - platform) // (2 step_width)``.
-
-    Attributes:
-        step_height_range: (min, max) step height [m] at difficulty 0 and 1.
-        step_width: Run of each step [m].
-        platform_width: Side of the central platform [m].
-        border_width: Flat border at z = 0 around the stairs [m].
-        inverted: Stairs down into a pit.
-    """
-
-    step_height_range: tuple[float, float] = (0.0, 0.2)
-    step_width: float = 0.3
-    platform_width: float = 3.0
-    border_width: float = 1.0
-    inverted: bool = False
-    kind: Literal["pyramid_stairs"] = field(default="pyramid_stairs", init=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        where = "PyramidStairsTerrainCfg"
-        _check_range(where, "step_height_range", self.step_height_range)
-        _check_positive(where, "step_width", self.step_width)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
-        if not isinstance(self.inverted, bool):
-            _fail(where, "inverted", "a bool", self.inverted)
-
-    def num_steps(self, size: tuple[float, float]) -> int:
-        """Steps on each side for a cell of ``size``."""
-        return max(0, int((min(size) - 2.0 * self.border_width - self.platform_width) / (2.0 * self.step_width)))
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        h = self.step_height_range[0] + difficulty * (self.step_height_range[1] - self.step_height_range[0])
-        n, w, bw = self.num_steps(size), self.step_width, self.border_width
-        cx, cy = 0.5 * size[0], 0.5 * size[1]
-        boxes: list[list[float]] = []
-        if not self.inverted:  # nested squares on the ground: square k spans ring k inward, top (k + 1) h
-            for k in range(n + 1):
-                top = (k + 1) * h
-                hx, hy = 0.5 * size[0] - bw - k * w, 0.5 * size[1] - bw - k * w
-                if top > _EPS and hx > _EPS and hy > _EPS:
-                    boxes.append([cx, cy, 0.5 * top, hx, hy, 0.5 * top])
-            return _Cell(base=0.0, boxes=np.array(boxes).reshape(-1, 6))
-        base = -(n + 1) * h  # the pit's platform is the heightfield itself
-        rings = [(0.0, bw, 0.0)] + [(bw + k * w, bw + (k + 1) * w, -(k + 1) * h) for k in range(n)]
-        for inner_off, outer_off, top in rings:  # a square annulus of 4 boxes from `base` up to `top`
-            half_z = 0.5 * (top - base)
-            if half_z <= _EPS or outer_off - inner_off <= _EPS:
-                continue
-            zc = base + half_z
-            t = 0.5 * (outer_off - inner_off)
-            for yc in (inner_off + t, size[1] - inner_off - t):  # along x, full length of the annulus
-                boxes.append([cx, yc, zc, 0.5 * size[0] - inner_off, t, half_z])
-            for xc in (inner_off + t, size[0] - inner_off - t):  # along y, between the two above
-                boxes.append([xc, cy, zc, t, 0.5 * size[1] - outer_off, half_z])
-        return _Cell(base=base, boxes=np.array(boxes).reshape(-1, 6))
-
-
-@dataclass(frozen=True)
-class RandomBoxesTerrainCfg(SubTerrainCfg):
-    """Boxes of random footprint and height scattered on flat ground, a flat platform kept clear at the centre.
-
-    mjlab's ``BoxRandomSpreadTerrainCfg`` facts: count, width/length ranges, height range by difficulty.
-    Each box's height is uniform in ``[0.5, 1] x h(difficulty)`` with ``h`` interpolated in ``box_height_range``.
-
-    Attributes:
-        num_boxes: Boxes per cell.
-        box_width_range, box_length_range: Footprint ranges [m].
-        box_height_range: (min, max) top height [m] at difficulty 0 and 1.
-        platform_width: Side of the clear central platform [m].
-        border_width: Clear border [m].
-    """
-
-    num_boxes: int = 40
-    box_width_range: tuple[float, float] = (0.2, 1.0)
-    box_length_range: tuple[float, float] = (0.2, 1.0)
-    box_height_range: tuple[float, float] = (0.02, 0.2)
-    platform_width: float = 1.5
-    border_width: float = 0.25
-    kind: Literal["random_boxes"] = field(default="random_boxes", init=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        where = "RandomBoxesTerrainCfg"
-        if not (isinstance(self.num_boxes, int) and not isinstance(self.num_boxes, bool) and self.num_boxes >= 0):
-            _fail(where, "num_boxes", "an int >= 0", self.num_boxes)
-        for name in ("box_width_range", "box_length_range"):
-            _check_range(where, name, getattr(self, name), low=_EPS)
-        _check_range(where, "box_height_range", self.box_height_range)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
-
-    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
-        h = self.box_height_range[0] + difficulty * (self.box_height_range[1] - self.box_height_range[0])
-        n, bw, pw = self.num_boxes, self.border_width, 0.5 * self.platform_width
-        hx = 0.5 * rng.uniform(*self.box_length_range, size=n)
-        hy = 0.5 * rng.uniform(*self.box_width_range, size=n)
-        top = h * rng.uniform(0.5, 1.0, size=n)
-        ux, uy = rng.uniform(size=n), rng.uniform(size=n)
-        x = bw + hx + ux * np.maximum(size[0] - 2 * bw - 2 * hx, 0.0)
-        y = bw + hy + uy * np.maximum(size[1] - 2 * bw - 2 * hy, 0.0)
-        cx, cy = 0.5 * size[0], 0.5 * size[1]
-        clear = (np.abs(x - cx) >= hx + pw) | (np.abs(y - cy) >= hy + pw)  # off the platform
-        keep = clear & (top > _EPS)
-        boxes = np.stack((x, y, 0.5 * top, hx, hy, 0.5 * top), axis=1)[keep]
-        return _Cell(base=0.0, boxes=boxes)
-
-
-SubTerrain = (
-    FlatTerrainCfg | RandomRoughTerrainCfg | PyramidSlopeTerrainCfg | PyramidStairsTerrainCfg | RandomBoxesTerrainCfg
-)
-"""A sub-terrain config."""
-
-
-def _samples(size: tuple[float, float], hs: float) -> tuple[int, int]:
-    return round(size[0] / hs) + 1, round(size[1] / hs) + 1
-
-
-# ---------------------------------------------------------------------------------------------- the generator
 
 
 @dataclass(frozen=True)
@@ -559,19 +282,6 @@ def _box_rgba(box: np.ndarray, cell: int) -> tuple[float, float, float, float]:
     return (0.15 + 0.35 * t, 0.35 + 0.35 * t, 0.75, 1.0)
 
 
-def _proportional_counts(n: int, p: np.ndarray) -> np.ndarray:
-    """``n`` split by shares ``p`` (largest remainders; each share at least one when ``n >= len(p)``)."""
-    k = len(p)
-    base = np.ones(k, dtype=int) if n >= k else np.zeros(k, dtype=int)
-    rest = n - int(base.sum())
-    raw = p * rest
-    counts = base + np.floor(raw).astype(int)
-    left = n - int(counts.sum())
-    order = np.argsort(-(raw - np.floor(raw)), kind="stable")
-    counts[order[:left]] += 1
-    return counts
-
-
 def generate_terrain(cfg: TerrainGeneratorCfg) -> Terrain:
     """Build the grid of ``cfg``: every cell's heights and boxes, the border frame and the spawn origins.
 
@@ -621,28 +331,6 @@ def generate_terrain(cfg: TerrainGeneratorCfg) -> Terrain:
     cell_arr = np.concatenate(cells) if cells else np.zeros(0, dtype=int)
     difficulty = np.array([cfg.difficulty(i) for i in range(nrow)])
     return Terrain(cfg, heights, box_arr, cell_arr.astype(int), origins, difficulty)
-
-
-def _box_surface(boxes: np.ndarray, base: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    z = np.full(np.shape(x), base, dtype=np.float64)
-    for b in boxes:
-        cover = (np.abs(x - b[0]) <= b[3] + 1e-9) & (np.abs(y - b[1]) <= b[4] + 1e-9)
-        z = np.where(cover, np.maximum(z, b[2] + b[5]), z)
-    return z
-
-
-def _frame(ex: float, ey: float, width: float, depth: float) -> np.ndarray:
-    """Four boxes (top at z = 0) framing an ``ex x ey`` rectangle centred at the origin."""
-    hz, zc = 0.5 * depth, -0.5 * depth
-    ox, oy = 0.5 * ex + 0.5 * width, 0.5 * ey + 0.5 * width
-    return np.array(
-        [
-            [ox, 0.0, zc, 0.5 * width, 0.5 * ey + width, hz],
-            [-ox, 0.0, zc, 0.5 * width, 0.5 * ey + width, hz],
-            [0.0, oy, zc, 0.5 * ex, 0.5 * width, hz],
-            [0.0, -oy, zc, 0.5 * ex, 0.5 * width, hz],
-        ]
-    )
 
 
 def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> str:
@@ -708,48 +396,3 @@ class TerrainCfg:
     def build(self, env: ManagerBasedEnv) -> TerrainState:
         """The terrain state of ``env``'s rows."""
         return TerrainState(generate_terrain(self.generator), env.num_envs, env.device, self.max_init_level)
-
-
-class TerrainState:
-    """Per-env terrain levels, types and origins on the device (a task "sensor": nothing to update per step).
-
-    Attributes:
-        terrain: The generated grid.
-        levels, types: ``(n,)`` int64 each env's row and column.
-        origins: ``(n, 3)`` each env's cell origin (reset events spawn relative to it).
-        cell_origins: ``(num_rows, num_cols, 3)`` every cell's origin.
-    """
-
-    def __init__(self, terrain: Terrain, num_envs: int, device: torch.device | str, max_init_level: int | None) -> None:
-        self.terrain = terrain
-        levels, types, origins = terrain.env_origins(num_envs, max_init_level)
-        self.levels, self.types, self.origins = levels.to(device), types.to(device), origins.to(device)
-        self.cell_origins = torch.as_tensor(terrain.origins, dtype=torch.float32, device=device)
-        self.num_rows = terrain.cfg.num_rows
-        self._flat = self.cell_origins.view(-1, 3)
-
-    def move(self, rows: torch.Tensor, up: torch.Tensor, down: torch.Tensor, u: torch.Tensor) -> None:
-        """On ``rows``: level +1 where ``up``, -1 where ``down``; past the top: a random level (``u`` in [0, 1)).
-
-        mjlab's rule: a level below 0 is clipped to 0, one at or past the last row is redrawn uniformly among
-        the rows (so solved envs keep sampling the whole grid). Full width, no host read.
-        """
-        step = up.long() - (down & ~up).long()
-        new = self.levels + step
-        redrawn = (u * self.num_rows).long().clamp(max=self.num_rows - 1)
-        new = torch.where(new >= self.num_rows, redrawn, new.clamp(min=0))
-        self.levels.copy_(torch.where(rows, new, self.levels))
-        cell = self.levels * self.terrain.cfg.num_cols + self.types
-        self.origins.copy_(self._flat.index_select(0, cell))
-
-    def histogram(self) -> torch.Tensor:
-        """``(num_rows,)`` the share of envs on each level (on the device)."""
-        counts = torch.zeros(self.num_rows, device=self.levels.device)
-        counts.index_add_(0, self.levels, torch.ones_like(self.levels, dtype=counts.dtype))
-        return counts / self.levels.numel()
-
-    def update(self) -> None:
-        """Nothing per step (levels move at resets)."""
-
-    def reset(self, rows: torch.Tensor) -> None:
-        """Nothing: the curriculum term moves levels (before the reset events read the origins)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gym_graphreset.bench.plotting import plot_training_comparison, summarize_training_comparison
+from gym_graphreset.bench.training_plots import plot_training_comparison, summarize_training_comparison
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "benchmarks" / "gpu"

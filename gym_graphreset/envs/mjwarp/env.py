@@ -208,7 +208,7 @@ class MJWarpVectorEnv(VectorEnv):
         self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
         with self.runtime.on_stream(wait=False):
             batch = {name: self.num_envs for name in self.batched_model_fields}
-            self.m = mjw.put_model(self.mjm, batch_sizes=batch or None)
+            self.m: Any = mjw.put_model(self.mjm, batch_sizes=batch or None)
             self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
             self.d = mjw.make_data(self.mjm, nworld=self.num_envs, nconmax=nconmax, njmax=njmax)
             self.reset_mask_wp = wp.zeros(self.num_envs, dtype=bool, device=self.wp_device)

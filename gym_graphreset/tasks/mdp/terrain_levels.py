@@ -6,7 +6,7 @@ The terrain is a :class:`~gym_graphreset.tasks.terrain.TerrainCfg` in ``TaskCfg.
 - :func:`terrain_levels_vel` (a curriculum term) moves levels at each reset, through the reset mask;
 - :func:`reset_to_terrain_origin` (a reset event, after ``reset_root_state_uniform``) spawns on the cell;
 - :func:`terrain_level` (a metric term) puts each env's level into ``info["metrics"]`` every step, so the
-  level distribution is in ``info`` (its histogram: :meth:`~gym_graphreset.tasks.terrain.TerrainState.histogram`).
+  level distribution is in ``info`` (its histogram: :meth:`~gym_graphreset.tasks.terrain_state.TerrainState.histogram`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.core.rng import counter_uniform
-from gym_graphreset.tasks.terrain import TerrainState
+from gym_graphreset.tasks.terrain_state import TerrainState
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
