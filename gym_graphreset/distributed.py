@@ -10,7 +10,7 @@ statistics go through one collective each, only at the poll
 Polls are collectives: every rank must pass the same ``process_group`` and poll settings and step,
 reset and close together. A rank whose step or reset raised tells the others at its next poll or in
 ``close()``, and settings that differ are named at the first poll; both raise
-:class:`~gym_graphreset.core.validation.CrossRankError` on the ranks that must stop, naming the rank.
+:class:`~gym_graphreset.core.polling.CrossRankError` on the ranks that must stop, naming the rank.
 A rank that passes ``process_group=None`` while the others pass a group takes no part in any poll and
 cannot be told from a slow one: the others' polls fail when it exits (``poll_collective``) or wait.
 """

@@ -17,16 +17,16 @@ reset path and the executor are objects chosen from the configuration at constru
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, Never, NoReturn
+from typing import Any, Literal, Never
 
 import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, cuda_capture_reasons
-from gym_graphreset.capture.host_reads import HostReadCounter
+from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport
 from gym_graphreset.capture.host_transitions import HostTransitions
 from gym_graphreset.core.buffers import PublicationRing
+from gym_graphreset.core.capture_reporting import build_capture_report
 from gym_graphreset.core.config import PresetName, StepConfig
 from gym_graphreset.core.executors import GraphFactory, Runner, StepInputs
 from gym_graphreset.core.failures import (
@@ -36,6 +36,7 @@ from gym_graphreset.core.failures import (
     InterruptedStepError,
     interruption,
 )
+from gym_graphreset.core.guarded_calls import check_open, guarded_call, refuse_step
 from gym_graphreset.core.inputs import (
     action_bounds,
     check_actions,
@@ -45,7 +46,6 @@ from gym_graphreset.core.inputs import (
     check_reset_terms,
     check_seed,
     env_device,
-    neutral_actions,
 )
 from gym_graphreset.core.participants import (
     Participants,
@@ -57,32 +57,18 @@ from gym_graphreset.core.participants import (
     release_terms,
 )
 from gym_graphreset.core.protocols import hook
-from gym_graphreset.core.selection import ResetSelection, ResetSelectionUnsupportedError, participant_name
+from gym_graphreset.core.selection import ResetSelection
 from gym_graphreset.core.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
 from gym_graphreset.core.validation import DeferredValidationError, ValidationLatch
+from gym_graphreset.core.wrapper_checks import (
+    check_inner_env,
+    negotiate,
+    partial_reset_refusal,
+    poll_settings,
+    resolve_config,
+)
 
 __all__ = ["ClosedEnvironmentError", "ConcurrentCallError", "FixedShapeAutoresetVectorEnv", "InterruptedStepError"]
-
-
-_KEYWORDS = ("config", "reset_terms", "process_group", "published_buffer_depth", "validation_poll_interval")
-"""The wrapper's keywords besides ``env``."""
-
-
-def _refuse_keywords(unknown: list[str]) -> NoReturn:
-    """A ``TypeError`` naming ``unknown`` and the accepted keywords (and where a field of StepConfig goes)."""
-    fields = [k for k in unknown if k in StepConfig.fields()]
-    hint = f"; pass {fields} in `config=StepConfig(...)`" if fields else ""
-    raise TypeError(f"unknown keyword(s) {unknown}; FixedShapeAutoresetVectorEnv accepts {list(_KEYWORDS)}{hint}")
-
-
-def _raised(call: str, exc: BaseException) -> str:
-    """``"step() 6 raised ValueError: ..."``: what a call raised, for the other ranks."""
-    return f"{call} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
-
-
-def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
-    mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-    return AutoresetMode(mode) if not isinstance(mode, AutoresetMode) else mode
 
 
 class FixedShapeAutoresetVectorEnv(VectorWrapper):
@@ -134,13 +120,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 env that autoresets itself; a ``graph`` off CUDA or where capture cannot work; the inner env
                 (or a member of its chain) is already wrapped by another open wrapper (close that one first).
         """
-        if unknown:
-            _refuse_keywords(sorted(unknown))
-        cfg = StepConfig.resolve(config)
-        if published_buffer_depth is not None:
-            cfg = dataclasses.replace(cfg, published_buffer_depth=published_buffer_depth)
-        if validation_poll_interval is not None:
-            cfg = dataclasses.replace(cfg, validation_poll_interval=validation_poll_interval)
+        cfg = resolve_config(config, published_buffer_depth, validation_poll_interval, unknown)
         super().__init__(env)
         self._guard = CallGuard()
         self._closed = False
@@ -150,28 +130,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         self.process_group = check_process_group(process_group)
         self.device = env_device(env)
         check_fixed_shape_spaces(env)
-        self.inner_autoreset_mode = _autoreset_mode(env)
-        if "autoreset_mode" not in env.metadata:
-            raise ValueError(
-                f"the inner env {participant_name(env)} declares no metadata['autoreset_mode'], so Gymnasium "
-                "would take it for AutoresetMode.NEXT_STEP; declare metadata = {'autoreset_mode': "
-                "AutoresetMode.DISABLED} (the wrapper resets done rows through reset(options={'reset_mask': ...})) "
-                "or AutoresetMode.SAME_STEP (the env resets them itself)"
-            )
-        if self.inner_autoreset_mode == AutoresetMode.NEXT_STEP:
-            raise ValueError(
-                f"the inner env {participant_name(env)} uses AutoresetMode.NEXT_STEP; build it with "
-                "autoreset_mode=AutoresetMode.DISABLED so that this wrapper resets done rows itself"
-            )
-        if cfg.masked and self.inner_autoreset_mode != AutoresetMode.DISABLED:
-            raise ValueError(
-                f"`reset_path='masked'` needs an inner env with AutoresetMode.DISABLED, got {self.inner_autoreset_mode}"
-            )
-        if cfg.graph is not None and self.device.type != "cuda":
-            raise ValueError(f"`graph={cfg.graph!r}` needs a CUDA env, but the env is on device {self.device}")
-        if cfg.graph is not None and cuda_capture_reasons(self.device):
-            reasons = "; ".join(cuda_capture_reasons(self.device).values())
-            raise ValueError(f"`graph={cfg.graph!r}` but capture is not possible here: {reasons}")
+        self.inner_autoreset_mode = check_inner_env(env, cfg, self.device)
         self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
         self.selection = ResetSelection(self.num_envs, self.device)
         self.latch = ValidationLatch(self.device)
@@ -195,24 +154,6 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         return AutoresetMode.SAME_STEP
 
     # ------------------------------------------------------------------ construction
-
-    def _negotiate(self, parts: Participants, added: str | None = None) -> None:
-        """Refuse participants the configuration cannot run, naming every one (or the term ``added``)."""
-        if self.config.masked and added in parts.reset_selection_blockers():
-            raise ResetSelectionUnsupportedError(
-                f"`reset_path='masked'` but reset term {added!r} cannot take a ResetSelection"
-            )
-        if self.config.masked and (blockers := parts.reset_selection_blockers()):
-            raise ResetSelectionUnsupportedError(
-                "`reset_path='masked'` but these reset participants cannot take a ResetSelection: "
-                f"{', '.join(blockers)}. Declare `supports_reset_selection = True` (or use "
-                "@reset_selection_capable) on each after converting its reset to masked writes."
-            )
-        if self.config.executor == "step_graph" and (blockers := parts.step_capture_blockers()):
-            raise ValueError(
-                "`graph='step'` captures the whole step, but these participants do not declare "
-                f"`supports_step_capture = True`: {', '.join(blockers)}; use graph='reset'"
-            )
 
     def _build(self) -> None:
         """Choose the reset path and the executor from the configuration (again when a term is added)."""
@@ -274,67 +215,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
                 host read is one).
             RuntimeError: ``check_host_reads`` before ``reset()`` (the check takes a step).
         """
-        scope = scope or self.config.graph or "reset"
-        if scope not in ("reset", "step"):
-            raise ValueError(f"`scope` must be 'reset', 'step' or None, got {scope!r}")
-        if actions is not None and not check_host_reads:
-            raise ValueError("`actions` are the step that check_host_reads=True takes; pass check_host_reads=True")
-        graph = self.graph
-        captured = bool(graph and graph.captured and self.config.graph == scope)
-        host_reads: list[str] | None = (
-            [] if captured else None
-        )  # the capture ran the body: a host read would have failed it
-        if check_host_reads:
-            host_reads = self._count_host_reads(scope, actions)
-        reasons = cuda_capture_reasons(self.device)
-        needs = (
-            ("reset_path='masked'", self.config.masked),
-            ("persistent_buffers=True", self.config.persistent_buffers),
-        )
-        missing = [m for m, ok in needs if not ok]
-        if missing:
-            reasons["flags"] = f"capture needs {' and '.join(f'`{m}`' for m in missing)}"
-        if blockers := self.reset_selection_blockers():
-            reasons["reset_selection_blockers"] = f"cannot take a ResetSelection: {', '.join(blockers)}"
-        if scope == "step" and (blockers := self.step_capture_blockers()):
-            reasons["step_capture_blockers"] = f"do not declare supports_step_capture: {', '.join(blockers)}"
-        if host_reads:
-            reasons["host_reads"] = (
-                f"{len(host_reads)} host read(s) in one {scope} body (each waits for the device, and fails a "
-                f"capture): {'; '.join(host_reads[:8])}"
-            )
-        state = {
-            "captured": bool(graph and graph.captured),
-            "captures": graph.captures if graph else 0,
-            "replays": graph.replays if graph else 0,
-            "eager_calls": graph.eager_calls if graph else 0,
-            "host_transitions": graph.transitions.names if graph else [],
-            "participants": self._parts.report(),
-            "compile": None if self._body.compiled is None else self._body.compiled.report.as_dict(),
-        }
-        return CaptureReport(scope, reasons, state, host_reads)
-
-    def _count_host_reads(self, scope: str, actions: torch.Tensor | None) -> list[str] | None:
-        """Take one step, counting the host reads of the scope's body (``None``: the body did not run)."""
-        if self.config.compile is not None:
-            raise ValueError(
-                "`check_host_reads=True` with `compile=...`: counting would make the compiled step recompile; "
-                "its report (capture_report().state['compile']) names every graph break, and a host read is "
-                "one (or check the same configuration without compile)"
-            )
-        if self._needs_reset:
-            raise RuntimeError("capture_report(check_host_reads=True) takes a step: call reset() first")
-        if actions is None:
-            actions = neutral_actions(self.single_action_space, self.num_envs, self.device)
-        counter = HostReadCounter()
-        # the step runner runs the step body; the reset runner the masked reset body with persistent buffers
-        runner = self._step_runner if scope == "step" else self._reset_runner
-        runner.watch = counter
-        try:
-            self.step(actions)
-        finally:
-            runner.watch = None
-        return counter.found if counter.entered else None
+        return build_capture_report(self, scope, check_host_reads, actions)
 
     def add_reset_term(self, name: str, term: Any) -> None:
         """Add a reset term, run after the inner env's reset and the terms added before it.
@@ -350,7 +231,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         parts = self._parts
         for name, term in terms.items():
             parts = parts.with_term(name, term)  # checks the protocol and the name first
-        self._negotiate(parts, added)
+        negotiate(self.config, parts, added)
         claim_terms(self, terms, self._parts.terms)  # one term object, one env and one name (before bind)
         for bind in filter(None, (hook(term, "bind") for term in terms.values())):
             bind(self)
@@ -390,26 +271,19 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         """One host read of every latched check; raise :class:`DeferredValidationError` on failure.
 
         With a ``process_group`` the poll is a collective: an env interrupted part-way announces it here
-        (every rank raises :class:`~gym_graphreset.core.validation.CrossRankError` naming it).
+        (every rank raises :class:`~gym_graphreset.core.polling.CrossRankError` naming it).
         """
         self._poll()
 
     def _poll(self, closing: bool = False) -> None:
         """Poll the latch (across ranks: with this rank's settings, failure and whether it is closing)."""
-        cfg = self.config
-        settings: dict[str, object] = {"validation": cfg.validation}
-        if cfg.deferred:
-            settings["validation_poll_interval"] = cfg.validation_poll_interval
+        settings = poll_settings(self.config)
         failure = self._interrupted or (self._raised if closing else None)
         try:
             self.latch.poll(self.host_step, self.process_group, settings=settings, failure=failure, closing=closing)
         except DeferredValidationError as err:
             self._failed = err
             raise
-
-    def _check_open(self, call: str) -> None:
-        if self._closed:
-            raise ClosedEnvironmentError(f"{call}() was called after close(); make a new env")
 
     # ------------------------------------------------------------------ reset and step
 
@@ -423,21 +297,14 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         the env refusing to step until a full reset succeeds. A ``reset()`` called while a step or reset
         of this env runs (from a term, or another thread) is refused with :class:`ConcurrentCallError`.
         """
-        with self._guard.enter("reset()"):
-            try:
-                out = self._guarded_reset(seed, options)
-            except BaseException as exc:
-                self._raised = _raised("reset()", exc)  # close() tells the other ranks
-                raise
-            self._raised = None
-            return out
+        return guarded_call(self, "reset()", lambda: "reset()", lambda: self._guarded_reset(seed, options))
 
     def _guarded_reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-        self._check_open("reset")
+        check_open(self, "reset")
         seed = check_seed(seed)
         mask = check_reset_options(options, self.num_envs, self.device)
         if mask is not None and self._needs_reset and not bool(mask.all()):  # host read: reset() may read
-            raise ValueError(self._partial_reset_refusal())
+            raise ValueError(partial_reset_refusal(self._interrupted))
         if self._failed is None:
             self.poll_finite_validation()
         try:
@@ -445,14 +312,6 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         except BaseException as exc:
             self._fail_closed("reset()", exc)
             raise
-
-    def _partial_reset_refusal(self) -> str:
-        why = self._interrupted or "the env was never reset"
-        return (
-            f"`options['reset_mask']` must cover every row here: {why}, so rows outside the mask would step "
-            "from a state they never got (Gymnasium's sub-envs raise ResetNeeded); call reset() without "
-            "a reset_mask"
-        )
 
     def _fail_closed(self, call: str, exc: BaseException) -> None:
         """A step or reset raised part-way: refuse to step until a full reset() (a poll's failure is latched)."""
@@ -489,26 +348,11 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         (re-entered from a term or the inner env, or from a second thread) is refused with
         :class:`ConcurrentCallError`, changing nothing; the running call goes on.
         """
-        with self._guard.enter(f"step() {self.host_step + 1}" if self._guard.idle else "step()"):
-            try:
-                out = self._guarded_step(actions)
-            except BaseException as exc:
-                self._raised = _raised(f"step() {self.host_step + 1}", exc)  # close() tells the other ranks
-                raise
-            self._raised = None
-            return out
+        call = f"step() {self.host_step + 1}" if self._guard.idle else "step()"
+        return guarded_call(self, call, lambda: f"step() {self.host_step + 1}", lambda: self._guarded_step(actions))
 
     def _guarded_step(self, actions: torch.Tensor | np.ndarray) -> StepOut:
-        self._check_open("step")
-        if self._failed is not None:
-            raise type(self._failed)(self._failed.failures, self._failed.window)
-        if self._interrupted is not None:
-            raise InterruptedStepError(
-                f"{self._interrupted}, so the inner env and the reset terms may disagree about some rows; "
-                "the env refuses to step until a full reset() (without reset_mask)"
-            )
-        if self._needs_reset:
-            raise RuntimeError("call reset() before step()")
+        refuse_step(self)
         space, read_values = self.single_action_space, not self.config.deferred
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
         index = self.host_step + 1
@@ -531,7 +375,7 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
 
         With a ``process_group`` this poll is the rank's last collective: it tells the other ranks it is
         leaving, and why if its last step or reset raised (they raise
-        :class:`~gym_graphreset.core.validation.CrossRankError` naming it). Refused
+        :class:`~gym_graphreset.core.polling.CrossRankError` naming it). Refused
         (:class:`ConcurrentCallError`) while a step or reset of this env runs.
         """
         with self._guard.enter("close()"):
