@@ -8,7 +8,7 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 PREV=${PREV:?set PREV to a folder holding an earlier release of gym_graphreset/}
-GO1_XML=${GO1_XML:?set GO1_XML to mjlab's go1.xml}
+GO1_XML=${GO1_XML:?set GO1_XML to the go1.xml of mjlab}
 NUM_ENVS=${NUM_ENVS:-4096}
 export PYTHONUNBUFFERED=1 MUJOCO_GL=disable
 mkdir -p "$OUT/go1_ab"
