@@ -25,6 +25,7 @@ What differs from CleanRL's ppo_continuous_action.py, and why:
   env, 5 epochs x 4 minibatches, lr 1e-3 with the adaptive KL schedule (target 0.01), entropy 0.01,
   512-256-128 ELU networks, random initial episode lengths. It logs the velocity-tracking rewards and the
   episode length against wall-clock time, as mjlab's logger computes them, to a JSON file.
+  ``--preset mjlab-g1`` is the same on the G1 humanoid (mjlab's G1 PPO config has the same numbers).
 - ``--render-gif PATH`` renders world 0 under the trained policy's mean action after training (MuJoCo
   Warp tasks; rendered on the CPU, headless through EGL). ``python -m gym_graphreset play CKPT`` films a
   saved checkpoint, ``python -m gym_graphreset export CKPT`` writes it as ONNX and TorchScript.
@@ -89,7 +90,7 @@ class Args:
     compile: bool = False  # torch.compile the minibatch loss before capturing the update
     out: str = "runs"
     log_every: int = 10
-    preset: str = ""  # "mjlab-go1": the settings below from mjlab's Go1 PPO config (explicit flags win)
+    preset: str = ""  # "mjlab-go1" / "mjlab-g1": the settings below from mjlab's Go1 PPO config (explicit flags win)
     hidden_dims: str = ""  # e.g. "512,256,128" (default: two layers of --hidden)
     desired_kl: float = 0.0  # > 0: rsl_rl's adaptive learning rate toward this KL (replaces --anneal-lr)
     random_initial_elapsed: bool = False  # start episodes at random steps (rsl_rl's init_at_random_ep_len)
@@ -124,6 +125,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     }
 }
 """Named sets of defaults for ``--preset``; flags given on the command line override them."""
+PRESETS["mjlab-g1"] = {**PRESETS["mjlab-go1"], "env_id": "gym_graphreset/G1-Velocity-Flat-v0"}  # mjlab's G1 PPO
 
 
 def parse_args(argv: list[str] | None = None) -> Args:

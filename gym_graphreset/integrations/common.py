@@ -214,12 +214,12 @@ class RewardTermLog:
 
     @classmethod
     def for_env(cls, env: VectorEnv) -> RewardTermLog | None:
-        """The log for a wrapped Go1 task (``env.env`` a ``Go1VelocityFlatEnv``), else ``None``."""
-        go1 = sys.modules.get("gym_graphreset.envs.go1")  # loaded if and only if a Go1 env was made
-        if go1 is None or not isinstance(env, FixedShapeAutoresetVectorEnv):
+        """The log for a wrapped task-layer env (``env.env`` a ``ManagerBasedEnv``: Go1, G1...), else ``None``."""
+        tasks = sys.modules.get("gym_graphreset.tasks.env")  # loaded if and only if a task-layer env was made
+        if tasks is None or not isinstance(env, FixedShapeAutoresetVectorEnv):
             return None
         inner = env.env
-        if not isinstance(inner, go1.Go1VelocityFlatEnv):
+        if not isinstance(inner, tasks.ManagerBasedEnv):
             return None
         return cls(inner.reward_names, inner.max_episode_steps * inner.dt, env.num_envs, env_device(env))
 

@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import json
 import platform
+import re
 import sys
 import time
 import warnings
@@ -158,7 +159,9 @@ def measure(
 
     import mjlab
 
-    model_xml = Path(mjlab.__file__).parent / "asset_zoo" / "robots" / "unitree_go1" / "xmls" / "go1.xml"
+    robot = re.search(r"Unitree-(Go1|G1)$", task)
+    zoo = Path(mjlab.__file__).parent / "asset_zoo" / "robots"
+    model_xml = zoo / f"unitree_{robot.group(1).lower()}" / "xmls" / f"{robot.group(1).lower()}.xml" if robot else None
     return {
         "task": task,
         "num_envs": num_envs,
@@ -174,7 +177,7 @@ def measure(
         "env_steps_per_s": num_envs / step_s,
         "peak_gpu_mem_mb": peak,
         "build_s": build_s,
-        "model_xml": str(model_xml) if "Go1" in task and model_xml.exists() else None,
+        "model_xml": str(model_xml) if model_xml is not None and model_xml.exists() else None,
         "versions": _versions(torch),
     }
 

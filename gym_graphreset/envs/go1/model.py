@@ -24,7 +24,16 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+
+from gym_graphreset.envs.mjwarp.mjcf import (
+    add_floor,
+    add_position_actuator,
+    check_joint_actuators,
+    check_robot_joints,
+    compile_spec,
+    has_own_floor,
+    load_spec,
+)
 
 __all__ = [
     "ACTION_SCALE",
@@ -103,7 +112,6 @@ def default_joint_pos(joint: str) -> float:
 
 _COLLISION = re.compile(r".*_collision\d*$")
 _FOOT = re.compile(r"^[FR][LR]_foot_collision$")
-_JOINT_KINDS = ("free", "ball", "slide", "hinge")
 
 
 def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> str:
@@ -129,19 +137,12 @@ def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = F
 
     if not isinstance(keep_sensors, bool):
         raise ValueError(f"`keep_sensors` must be a bool, got {keep_sensors!r}")
-    path = _model_path(model_xml)
-    try:
-        spec = mujoco.MjSpec.from_file(str(path))
-    except ValueError as exc:
-        raise ValueError(f"`model_xml` {str(path)!r} is not a valid MJCF file: {_oneline(exc)}") from exc
-    base = path.parent
-    spec.meshdir = str((base / spec.meshdir).resolve()) if spec.meshdir else str(base.resolve())
-    spec.texturedir = str((base / spec.texturedir).resolve()) if spec.texturedir else str(base.resolve())
+    spec, path = load_spec(model_xml, GO1_XML)
     _check_names(spec, path)
-    source = _compile(spec, path)
-    _check_joints(source, path)
-    _check_actuators(source, path, allow_none=True)
-    own_floor = _own_floor(source, path)
+    source = compile_spec(spec, path)
+    check_robot_joints(source, path, "trunk", JOINT_NAMES, "the 12 leg hinges")
+    check_joint_actuators(source, path, JOINT_NAMES, "the 12 leg joints", allow_none=True)
+    own_floor = has_own_floor(source, path)
 
     opt = spec.option
     for key, value in SIM_OPTIONS.items():
@@ -164,26 +165,13 @@ def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = F
         else:
             geom.contype, geom.conaffinity = 0, 0
     if not own_floor:
-        floor = spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05])
-        floor.contype, floor.conaffinity = 1, 1
+        add_floor(spec)
 
     for actuator in list(spec.actuators):
         spec.delete(actuator)
     for name in JOINT_NAMES:
         kp, kv, armature = joint_gains(name)
-        spec.joint(name).armature = armature
-        act = spec.add_actuator(name=name, target=name)
-        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
-        act.dyntype = mujoco.mjtDyn.mjDYN_NONE
-        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        act.gainprm[0] = kp
-        act.biasprm[:3] = [0.0, -kp, -kv]
-        act.inheritrange = 0.0
-        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
-        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        effort = EFFORT_LIMIT[_part(name)]
-        act.forcerange[:] = [-effort, effort]
+        add_position_actuator(spec, name, kp, kv, EFFORT_LIMIT[_part(name)], armature)
 
     contact_names = [f"{leg}_foot_contact" for leg in LEGS]
     if keep_sensors:
@@ -204,120 +192,8 @@ def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = F
 
     for key in list(spec.keys):
         spec.delete(key)
-    _check_actuators(_compile(spec, path), path, allow_none=False)
+    check_joint_actuators(compile_spec(spec, path), path, JOINT_NAMES, "the 12 leg joints", allow_none=False)
     return spec.to_xml()
-
-
-def _oneline(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
-def _model_path(model_xml: str | Path | None) -> Path:
-    """``model_xml`` as an existing file's path (``None``: this package's model)."""
-    if model_xml is None:
-        return GO1_XML
-    if isinstance(model_xml, str) and model_xml.lstrip().startswith("<"):
-        head = " ".join(model_xml.split())[:40]
-        raise ValueError(
-            f"`model_xml` must be the path of an MJCF file, got XML text ({head!r}..., {len(model_xml)} chars); "
-            "write it to a file and pass that file's path"
-        )
-    path = Path(model_xml)
-    if not path.is_file():
-        raise FileNotFoundError(f"`model_xml` must be an MJCF file, got {str(model_xml)!r} (no such file)")
-    return path
-
-
-def _compile(spec: Any, path: Path) -> Any:
-    try:
-        return spec.compile()
-    except ValueError as exc:
-        raise ValueError(f"`model_xml` {str(path)!r} does not compile: {_oneline(exc)}") from exc
-
-
-def _joint(m: Any, j: int) -> str:
-    """A joint as the errors name it: ``'FR_hip_joint' (hinge) on body 'FR_hip'``."""
-    import mujoco
-
-    kind = _JOINT_KINDS[int(m.jnt_type[j])]
-    body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.jnt_bodyid[j]))
-    return f"{mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)!r} ({kind}) on body {body!r}"
-
-
-def _check_joints(m: Any, path: Path) -> None:
-    """Joint 0: the trunk's free joint at qpos[0:7]; then exactly the 12 leg hinges, in order, each limited."""
-    import mujoco
-
-    where = f"`model_xml` {str(path)!r}"
-    trunk = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "trunk")
-    if m.njnt == 0 or not (
-        m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE and m.jnt_qposadr[0] == 0 and m.jnt_bodyid[0] == trunk
-    ):
-        got = _joint(m, 0) if m.njnt else "no joint"
-        raise ValueError(f"{where}: joint 0 must be the free joint of body 'trunk' (qpos[0:7]), got {got}")
-    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
-    extra = [_joint(m, j) for j in range(1, m.njnt) if names[j] not in JOINT_NAMES]
-    if extra:
-        raise ValueError(
-            f"{where}: expected {1 + len(JOINT_NAMES)} joints (the trunk's free joint and the 12 leg hinges), "
-            f"got {m.njnt}; extra: {', '.join(extra)}"
-        )
-    if tuple(names[1:]) != JOINT_NAMES:
-        raise ValueError(f"{where}: the leg joints must come in the order {list(JOINT_NAMES)}, got {names[1:]}")
-    for j in range(1, m.njnt):
-        if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
-            raise ValueError(f"{where}: joint {names[j]!r} must be a hinge, got {_JOINT_KINDS[int(m.jnt_type[j])]}")
-        if not m.jnt_limited[j]:
-            raise ValueError(f"{where}: joint {names[j]!r} must be limited (a range), got an unlimited hinge")
-
-
-def _check_actuators(m: Any, path: Path, *, allow_none: bool) -> None:
-    """Exactly one joint actuator per leg joint, in :data:`JOINT_NAMES` order (``allow_none``: or none)."""
-    import mujoco
-
-    if allow_none and m.nu == 0:
-        return
-    where = f"`model_xml` {str(path)!r}"
-    legs = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in JOINT_NAMES]
-    driven: dict[int, str] = {}
-    for a in range(m.nu):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"#{a}"
-        trn = mujoco.mjtTrn(int(m.actuator_trntype[a]))
-        target = int(m.actuator_trnid[a, 0])
-        if trn != mujoco.mjtTrn.mjTRN_JOINT or target not in legs:
-            got = _joint(m, target) if trn == mujoco.mjtTrn.mjTRN_JOINT else f"transmission {trn.name}"
-            raise ValueError(f"{where}: actuator {name!r} must drive one of the 12 leg joints, got {got}")
-        if target in driven:
-            raise ValueError(
-                f"{where}: expected one actuator per leg joint, got actuator {name!r} driving "
-                f"{JOINT_NAMES[legs.index(target)]!r} as well as actuator {driven[target]!r}"
-            )
-        driven[target] = name
-    if m.nu != len(JOINT_NAMES):
-        missing = [j for j, i in zip(JOINT_NAMES, legs, strict=True) if i not in driven]
-        raise ValueError(
-            f"{where}: expected {'no actuators or ' if allow_none else ''}12, one per leg joint, got {m.nu}; "
-            f"none drives {missing}"
-        )
-    if not allow_none and list(driven) != legs:
-        order = [JOINT_NAMES[legs.index(i)] for i in driven]
-        raise ValueError(f"{where}: the actuators must drive {list(JOINT_NAMES)} in this order, got {order}")
-
-
-def _own_floor(m: Any, path: Path) -> bool:
-    """Whether the model has its own ``floor`` geom (on the world body, else refused)."""
-    import mujoco
-
-    gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
-    if gid < 0:
-        return False
-    if m.geom_bodyid[gid] != 0:
-        body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[gid]))
-        raise ValueError(
-            f"`model_xml` {str(path)!r}: geom 'floor' must be on the world body (it is the ground the foot "
-            f"contact sensors read), got it on body {body!r}"
-        )
-    return True
 
 
 def _check_names(spec: object, path: Path) -> None:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 __all__ = [
     "base_ang_vel",
     "base_lin_vel",
+    "body_projected_gravity",
+    "builtin_sensor",
     "contact_air_time",
     "contact_force_log",
     "contact_found",
@@ -110,3 +112,22 @@ def contact_force_log(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """``sign(F) log(1 + |F|)`` of a contact sensor's net forces, flattened, ``(n, 3k)``."""
     force = env.sensors[sensor_name].force.flatten(1)
     return torch.sign(force) * torch.log1p(force.abs())
+
+
+def builtin_sensor(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
+    """A MuJoCo sensor's values by name, ``(n, dim)`` (mjlab's ``builtin_sensor``; a view, no copy)."""
+
+    def columns() -> slice:
+        import mujoco
+
+        sid = env._id(mujoco.mjtObj.mjOBJ_SENSOR, sensor_name, "builtin_sensor: `sensor_name`")
+        adr = int(env.mjm.sensor_adr[sid])
+        return slice(adr, adr + int(env.mjm.sensor_dim[sid]))
+
+    return env.sensordata[:, env.constant(("sensor_columns", sensor_name), columns)]
+
+
+def body_projected_gravity(env: ManagerBasedEnv, body: str) -> torch.Tensor:
+    """The unit gravity direction in a body's frame, ``(n, 3)`` (from its world orientation ``xquat``)."""
+    xquat = env.constant("xquat", lambda: env.runtime.wp.to_torch(env.d.xquat))
+    return env.cached(("body_projected_gravity", body), lambda: M.projected_gravity(xquat[:, env.body_id(body)]))

@@ -23,10 +23,13 @@ __all__ = [
     "FootSwingHeight",
     "VariablePosture",
     "action_rate_l2",
+    "angular_momentum_l2",
+    "body_ang_vel_xy_l2",
     "feet_clearance",
     "feet_slip",
     "joint_pos_limits",
     "per_joint",
+    "self_collision_cost",
     "soft_landing",
     "track_angular_velocity",
     "track_linear_velocity",
@@ -64,9 +67,31 @@ def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) 
 
 
 @accepts(std=POSITIVE)
-def upright(env: ManagerBasedEnv, std: float) -> torch.Tensor:
-    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity: 1 when level."""
-    return M.upright(O.projected_gravity(env), std)
+def upright(env: ManagerBasedEnv, std: float, body: str | None = None) -> torch.Tensor:
+    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity in the base's frame (or ``body``'s): 1 when level."""
+    gravity = O.projected_gravity(env) if body is None else O.body_projected_gravity(env, body)
+    return M.upright(gravity, std)
+
+
+def body_ang_vel_xy_l2(env: ManagerBasedEnv, body: str) -> torch.Tensor:
+    """``|w_xy|^2`` of a body's world-frame angular velocity (roll and pitch rates; yaw is free)."""
+    return env.cvel[:, env.body_id(body), 0:2].square().sum(dim=1)
+
+
+def angular_momentum_l2(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
+    """``|L|^2`` of a ``subtreeangmom`` sensor: the whole body's angular momentum about its centre of mass."""
+    return O.builtin_sensor(env, sensor_name).square().sum(dim=1)
+
+
+@accepts(force_threshold=NON_NEGATIVE)
+def self_collision_cost(env: ManagerBasedEnv, sensor_name: str, force_threshold: float) -> torch.Tensor:
+    """1 where a self-contact sensor (found, force of its first contact) reports a contact over ``force_threshold``.
+
+    Read at the step's last substep (mjlab keeps the step's substeps and counts those over the threshold).
+    """
+    data = O.builtin_sensor(env, sensor_name)
+    hit = (data[:, 0] > 0) & (data[:, 1:4].norm(dim=1) > force_threshold)
+    return hit.float()
 
 
 def joint_pos_limits(env: ManagerBasedEnv) -> torch.Tensor:

@@ -95,14 +95,14 @@ DEFECTS = {
     ),
     "legs_out_of_order": (
         _legs_swapped,
-        f"the leg joints must come in the order {list(JOINT_NAMES)}, got ['FL_hip_joint'",
+        f"the joints must come in the order {list(JOINT_NAMES)}, got ['FL_hip_joint'",
     ),
     "thirteenth_actuator": (
         _edit(
             "</worldbody>",
             f'</worldbody><actuator>{LEG_ACTUATORS}<motor name="extra" joint="FR_hip_joint"/></actuator>',
         ),
-        "expected one actuator per leg joint, got actuator 'extra' driving 'FR_hip_joint' as well as actuator "
+        "expected one actuator per joint, got actuator 'extra' driving 'FR_hip_joint' as well as actuator "
         "'FR_hip_joint_act'",
     ),
     "actuator_off_the_legs": (

@@ -1,0 +1,190 @@
+"""Building a task's model from a robot MJCF with ``mujoco.MjSpec``: the steps every robot's builder shares.
+
+A robot module (Go1, G1) loads a user's or its own MJCF (:func:`load_spec`), checks its structure on the
+compiled model (:func:`compile_spec`, :func:`check_robot_joints`, :func:`check_joint_actuators`), then
+writes the task's settings into the spec: a position actuator per joint (:func:`add_position_actuator`), a
+floor unless the model has its own (:func:`has_own_floor`, :func:`add_floor`). Errors name the file and
+the element, so a user's model that does not fit says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "add_floor",
+    "add_position_actuator",
+    "check_joint_actuators",
+    "check_robot_joints",
+    "compile_spec",
+    "has_own_floor",
+    "load_spec",
+    "model_path",
+    "oneline",
+]
+
+_JOINT_KINDS = ("free", "ball", "slide", "hinge")
+
+
+def oneline(exc: BaseException) -> str:
+    """An exception's message on one line."""
+    return " ".join(str(exc).split())
+
+
+def model_path(model_xml: str | Path | None, default: Path) -> Path:
+    """``model_xml`` as an existing file's path (``None``: ``default``); XML text and missing files refused."""
+    if model_xml is None:
+        return default
+    if isinstance(model_xml, str) and model_xml.lstrip().startswith("<"):
+        head = " ".join(model_xml.split())[:40]
+        raise ValueError(
+            f"`model_xml` must be the path of an MJCF file, got XML text ({head!r}..., {len(model_xml)} chars); "
+            "write it to a file and pass that file's path"
+        )
+    path = Path(model_xml)
+    if not path.is_file():
+        raise FileNotFoundError(f"`model_xml` must be an MJCF file, got {str(model_xml)!r} (no such file)")
+    return path
+
+
+def load_spec(model_xml: str | Path | None, default: Path) -> tuple[Any, Path]:
+    """The ``MjSpec`` of ``model_xml`` (``None``: ``default``) with its mesh and texture folders made absolute."""
+    import mujoco
+
+    path = model_path(model_xml, default)
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:
+        raise ValueError(f"`model_xml` {str(path)!r} is not a valid MJCF file: {oneline(exc)}") from exc
+    base = path.parent
+    spec.meshdir = str((base / spec.meshdir).resolve()) if spec.meshdir else str(base.resolve())
+    spec.texturedir = str((base / spec.texturedir).resolve()) if spec.texturedir else str(base.resolve())
+    return spec, path
+
+
+def compile_spec(spec: Any, path: Path) -> Any:
+    """``spec.compile()``, its error naming the file."""
+    try:
+        return spec.compile()
+    except ValueError as exc:
+        raise ValueError(f"`model_xml` {str(path)!r} does not compile: {oneline(exc)}") from exc
+
+
+def joint_text(m: Any, j: int) -> str:
+    """A joint as the errors name it: ``'FR_hip_joint' (hinge) on body 'FR_hip'``."""
+    import mujoco
+
+    kind = _JOINT_KINDS[int(m.jnt_type[j])]
+    body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.jnt_bodyid[j]))
+    return f"{mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)!r} ({kind}) on body {body!r}"
+
+
+def check_robot_joints(m: Any, path: Path, base_body: str, joint_names: Sequence[str], what: str) -> None:
+    """Joint 0: ``base_body``'s free joint at qpos[0:7]; then exactly the limited hinges ``joint_names``, in order.
+
+    ``what`` names the hinges in messages (e.g. ``"the 12 leg hinges"``).
+    """
+    import mujoco
+
+    where = f"`model_xml` {str(path)!r}"
+    base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, base_body)
+    if m.njnt == 0 or not (
+        m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE and m.jnt_qposadr[0] == 0 and m.jnt_bodyid[0] == base
+    ):
+        got = joint_text(m, 0) if m.njnt else "no joint"
+        raise ValueError(f"{where}: joint 0 must be the free joint of body {base_body!r} (qpos[0:7]), got {got}")
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt)]
+    extra = [joint_text(m, j) for j in range(1, m.njnt) if names[j] not in joint_names]
+    if extra:
+        raise ValueError(
+            f"{where}: expected {1 + len(joint_names)} joints (the {base_body}'s free joint and {what}), "
+            f"got {m.njnt}; extra: {', '.join(extra)}"
+        )
+    if tuple(names[1:]) != tuple(joint_names):
+        raise ValueError(f"{where}: the joints must come in the order {list(joint_names)}, got {names[1:]}")
+    for j in range(1, m.njnt):
+        if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
+            raise ValueError(f"{where}: joint {names[j]!r} must be a hinge, got {_JOINT_KINDS[int(m.jnt_type[j])]}")
+        if not m.jnt_limited[j]:
+            raise ValueError(f"{where}: joint {names[j]!r} must be limited (a range), got an unlimited hinge")
+
+
+def check_joint_actuators(m: Any, path: Path, joint_names: Sequence[str], what: str, *, allow_none: bool) -> None:
+    """Exactly one joint actuator per joint of ``joint_names``, in that order (``allow_none``: or none at all)."""
+    import mujoco
+
+    if allow_none and m.nu == 0:
+        return
+    where = f"`model_xml` {str(path)!r}"
+    joints = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joint_names]
+    driven: dict[int, str] = {}
+    for a in range(m.nu):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"#{a}"
+        trn = mujoco.mjtTrn(int(m.actuator_trntype[a]))
+        target = int(m.actuator_trnid[a, 0])
+        if trn != mujoco.mjtTrn.mjTRN_JOINT or target not in joints:
+            got = joint_text(m, target) if trn == mujoco.mjtTrn.mjTRN_JOINT else f"transmission {trn.name}"
+            raise ValueError(f"{where}: actuator {name!r} must drive one of {what}, got {got}")
+        if target in driven:
+            joint = joint_names[joints.index(target)]
+            raise ValueError(
+                f"{where}: expected one actuator per joint, got actuator {name!r} driving "
+                f"{joint!r} as well as actuator {driven[target]!r}"
+            )
+        driven[target] = name
+    if m.nu != len(joint_names):
+        missing = [j for j, i in zip(joint_names, joints, strict=True) if i not in driven]
+        raise ValueError(
+            f"{where}: expected {'no actuators or ' if allow_none else ''}{len(joint_names)}, one per joint, "
+            f"got {m.nu}; none drives {missing}"
+        )
+    if not allow_none and list(driven) != joints:
+        order = [joint_names[joints.index(i)] for i in driven]
+        raise ValueError(f"{where}: the actuators must drive {list(joint_names)} in this order, got {order}")
+
+
+def has_own_floor(m: Any, path: Path) -> bool:
+    """Whether the model has its own ``floor`` geom (on the world body, else refused)."""
+    import mujoco
+
+    gid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    if gid < 0:
+        return False
+    if m.geom_bodyid[gid] != 0:
+        body = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[gid]))
+        raise ValueError(
+            f"`model_xml` {str(path)!r}: geom 'floor' must be on the world body (it is the ground the foot "
+            f"contact sensors read), got it on body {body!r}"
+        )
+    return True
+
+
+def add_floor(spec: Any) -> None:
+    """A colliding ground plane named ``floor`` on the world body."""
+    import mujoco
+
+    floor = spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05])
+    floor.contype, floor.conaffinity = 1, 1
+
+
+def add_position_actuator(spec: Any, joint: str, kp: float, kv: float, effort: float, armature: float) -> None:
+    """A joint-position PD on ``joint``: mjlab's builtin position actuator, no control limit.
+
+    Gain ``kp``, bias ``-kp q - kv qdot``, torque within ``+-effort``; ``armature`` set on the joint.
+    """
+    import mujoco
+
+    spec.joint(joint).armature = armature
+    act = spec.add_actuator(name=joint, target=joint)
+    act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+    act.dyntype = mujoco.mjtDyn.mjDYN_NONE
+    act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+    act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+    act.gainprm[0] = kp
+    act.biasprm[:3] = [0.0, -kp, -kv]
+    act.inheritrange = 0.0
+    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.forcerange[:] = [-effort, effort]
