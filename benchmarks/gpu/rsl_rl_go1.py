@@ -66,6 +66,8 @@ from gym_graphreset.bench.runner import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
+ENV_IDS = (ENV_ID, "gym_graphreset/G1-Velocity-Flat-v0")
+"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 rl configs hold the same numbers)."""
 
 
 ALGORITHMS = {"ppo": "PPO", "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO"}
@@ -129,6 +131,7 @@ def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> Non
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--env-id", choices=ENV_IDS, default=ENV_ID, help=f"the task (default: {ENV_ID})")
     p.add_argument("--budget-s", type=float, default=120.0, help="wall-clock budget of the training loop (s)")
     p.add_argument("--num-envs", type=int, default=4096)
     p.add_argument("--device", default="cuda")
@@ -172,10 +175,12 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _model(path: Path | None) -> dict[str, Any]:
+def _model(path: Path | None, env_id: str) -> dict[str, Any]:
     """Which robot model: the MJCF path and its SHA-256, or the library's own."""
     if path is None:
-        return {"model_xml": None, "model": "the library's primitive-geom Go1 (gym_graphreset/envs/go1/assets)"}
+        robot = "G1" if "G1-" in env_id else "Go1"
+        assets = f"gym_graphreset/envs/{robot.lower()}/assets"
+        return {"model_xml": None, "model": f"the library's primitive-geom {robot} ({assets})"}
     return {"model_xml": str(path), "model_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
@@ -225,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model_xml is not None:
         env_kwargs["model_xml"] = str(args.model_xml)
     inner = gym.make_vec(
-        ENV_ID, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
+        args.env_id, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
     )
     wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
     warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
@@ -235,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     assert terms is not None  # the Go1 task reports its reward terms
     log_dir = None if args.log_dir is None else str(args.log_dir)
     runner = runner_class(env, cfg, log_dir=log_dir, device=args.device)
-    infos = {"env_id": ENV_ID, "env_kwargs": env_kwargs, "rl_cfg": recorded_cfg}
+    infos = {"env_id": args.env_id, "env_kwargs": env_kwargs, "rl_cfg": recorded_cfg}
     if args.resume is not None:
         runner.load(str(args.resume), map_location=args.device)
         print(f"resumed from {args.resume} (iteration {runner.current_learning_iteration})")
@@ -245,8 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     record: dict[str, Any] = {
         "trainer": f"rsl_rl {runner_class.__name__} + {recorded_cfg['algorithm']['class_name']} through "
         "gym_graphreset.integrations.rsl_rl (mjlab's Go1 PPO)",
-        "task": ENV_ID,
-        **_model(args.model_xml),
+        "task": args.env_id,
+        **_model(args.model_xml, args.env_id),
         "algorithm": args.algorithm,
         "runner": args.runner,
         "rsl_rl_lib": _versions().get("rsl-rl-lib"),
