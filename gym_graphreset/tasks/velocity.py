@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.binding import FINITE, number
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.terms import (
+    CurriculumTerm,
     EventTerm,
     JointPositionAction,
+    MetricTerm,
     ObsGroup,
     ObsTerm,
     RewardTerm,
@@ -27,7 +29,7 @@ from gym_graphreset.tasks.terms import (
     UniformNoise,
 )
 
-__all__ = ["LeggedRobot", "velocity_task"]
+__all__ = ["LeggedRobot", "on_rough_terrain", "velocity_task"]
 
 
 @dataclass(frozen=True)
@@ -178,4 +180,50 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
         refresh="kinematics",  # the critic reads foot heights (site_xpos) after a reset
         njmax=robot.njmax,
         nconmax=robot.nconmax,
+    )
+
+
+def on_rough_terrain(
+    flat: TaskCfg, *, model: Callable[[], str], scan_body: str, geom_group: int, terrain: object
+) -> TaskCfg:
+    """What mjlab's rough velocity config adds to a flat one: the terrain and its scan, spawn and curriculum.
+
+    ``model`` builds the robot on the terrain (its MJCF text); ``terrain`` is the
+    :class:`~gym_graphreset.tasks.terrain.TerrainCfg` task part; the height scan (a 1.6 x 1.0 m grid at
+    0.1 m under ``scan_body``, cast against ``geom_group``) enters both observation groups right after the
+    command (noise +-0.1 in ``policy``, scaled by 1/5 m); rows spawn on their terrain cell; the terrain-level
+    curriculum and metric are added, and leaving the terrain ends an episode as a time-out. A robot's rough
+    config changes the rest (terminations, contact terms, solver budgets).
+    """
+    scan = {"sensor_name": "terrain_scan"}
+
+    def with_scan(group: str, noise: UniformNoise | None) -> ObsGroup:
+        items = list(flat.observations[group].terms.items())
+        at = [name for name, _ in items].index("command") + 1  # mjlab's order: the scan right after the command
+        items.insert(at, ("height_scan", ObsTerm(mdp.height_scan, scan, noise=noise, scale=1 / 5.0)))
+        return replace(flat.observations[group], terms=dict(items))
+
+    events = list(flat.events.items())
+    spawn = ("reset_to_terrain_origin", EventTerm(mdp.reset_to_terrain_origin, "reset"))
+    events.insert([name for name, _ in events].index("reset_base") + 1, spawn)
+    return replace(
+        flat,
+        model=model,
+        observations={
+            **flat.observations,
+            "policy": with_scan("policy", UniformNoise(-0.1, 0.1)),
+            "critic": with_scan("critic", None),
+        },
+        events=dict(events),
+        terminations={
+            **flat.terminations,
+            "out_of_terrain_bounds": TerminationTerm(mdp.out_of_terrain_bounds, time_out=True),
+        },
+        curriculum={**flat.curriculum, "terrain_levels": CurriculumTerm(mdp.terrain_levels_vel)},
+        metrics={**flat.metrics, "terrain_level": MetricTerm(mdp.terrain_level)},
+        sensors={
+            **flat.sensors,
+            "terrain": terrain,
+            "terrain_scan": mdp.RayCastSensorCfg(scan_body, geom_group=geom_group),
+        },
     )

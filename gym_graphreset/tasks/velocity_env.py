@@ -15,8 +15,9 @@ import torch
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.env import ManagerBasedEnv
 from gym_graphreset.tasks.mdp.commands import VelocityCommand
+from gym_graphreset.tasks.terrain import TerrainGeneratorCfg
 
-__all__ = ["RobotTaskFactory", "VelocityEnv"]
+__all__ = ["RobotTaskFactory", "RoughTaskFactory", "RoughVelocityEnv", "VelocityEnv"]
 
 
 class RobotTaskFactory(Protocol):
@@ -26,6 +27,18 @@ class RobotTaskFactory(Protocol):
 
     def __call__(self, model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> TaskCfg:
         """The task on ``model_xml``."""
+        ...
+
+
+class RoughTaskFactory(Protocol):
+    """A robot's rough-terrain task config: as :class:`RobotTaskFactory`, plus the terrain grid."""
+
+    __name__: str
+
+    def __call__(
+        self, model_xml: str | Path | None = None, *, keep_sensors: bool = False, terrain: TerrainGeneratorCfg = ...
+    ) -> TaskCfg:
+        """The task on ``model_xml`` and ``terrain``."""
         ...
 
 
@@ -119,3 +132,31 @@ class VelocityEnv(ManagerBasedEnv):
     def in_contact(self) -> torch.Tensor:
         """``(n, feet)`` foot contact flags (1.0 / 0.0)."""
         return self.sensors["feet_contact"].in_contact
+
+
+class RoughVelocityEnv(VelocityEnv):
+    """A legged robot's velocity tracking on generated terrain: the task of :attr:`make_rough_cfg`.
+
+    Args as :class:`VelocityEnv`, plus ``terrain`` (the grid; ``None``: the robot's default set).
+    """
+
+    make_rough_cfg: ClassVar[RoughTaskFactory]
+    """The robot's rough task: ``make_rough_cfg(model_xml, keep_sensors=..., terrain=...)`` (a static method)."""
+
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        model_xml: str | Path | None = None,
+        cfg: TaskCfg | None = None,
+        keep_sensors: bool = False,
+        terrain: TerrainGeneratorCfg | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if cfg is not None and (model_xml is not None or keep_sensors or terrain is not None):
+            raise ValueError("give `model_xml` / `keep_sensors` / `terrain` or `cfg`, not both (a cfg names its model)")
+        if cfg is None:
+            grid = {} if terrain is None else {"terrain": terrain}
+            cfg = self.make_rough_cfg(model_xml, keep_sensors=keep_sensors, **grid)
+        super().__init__(num_envs, cfg=cfg, **kwargs)
+        self.model_xml, self.keep_sensors = model_xml, keep_sensors

@@ -1,10 +1,19 @@
-"""``gym_graphreset/G1-Velocity-Flat-v0``: Unitree G1 humanoid velocity tracking at mjlab 1.6's spec.
+"""``gym_graphreset/G1-Velocity-Flat-v0`` and ``-Rough-v0``: Unitree G1 humanoid velocity tracking at mjlab 1.6's spec.
 
 The env (:mod:`~gym_graphreset.envs.g1.env`), its configuration on the task layer
-(:mod:`~gym_graphreset.envs.g1.cfg`) and the model (:mod:`~gym_graphreset.envs.g1.model`).
+(:mod:`~gym_graphreset.envs.g1.cfg`; rough: :mod:`~gym_graphreset.envs.g1.rough`) and the model
+(:mod:`~gym_graphreset.envs.g1.model`).
 """
 
 from gym_graphreset.envs.g1.cfg import REWARD_NAMES, g1_robot, g1_velocity_flat_cfg
 from gym_graphreset.envs.g1.env import G1VelocityFlatEnv
+from gym_graphreset.envs.g1.rough import G1VelocityRoughEnv, g1_velocity_rough_cfg
 
-__all__ = ["REWARD_NAMES", "G1VelocityFlatEnv", "g1_robot", "g1_velocity_flat_cfg"]
+__all__ = [
+    "REWARD_NAMES",
+    "G1VelocityFlatEnv",
+    "G1VelocityRoughEnv",
+    "g1_robot",
+    "g1_velocity_flat_cfg",
+    "g1_velocity_rough_cfg",
+]

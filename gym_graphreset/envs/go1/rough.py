@@ -18,21 +18,14 @@ from typing import Any
 import torch
 
 from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
-from gym_graphreset.envs.go1.env import Go1VelocityFlatEnv
 from gym_graphreset.envs.go1.model import LEGS, build_go1_xml
 from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.binding import NON_NEGATIVE, accepts
 from gym_graphreset.tasks.cfg import TaskCfg
-from gym_graphreset.tasks.mdp.terminations import illegal_contact, out_of_terrain_bounds
+from gym_graphreset.tasks.mdp.terminations import illegal_contact
 from gym_graphreset.tasks.terms import (
-    CurriculumTerm,
-    EventTerm,
-    MetricTerm,
-    ObsGroup,
-    ObsTerm,
     RewardTerm,
     TerminationTerm,
-    UniformNoise,
 )
 from gym_graphreset.tasks.terrain import (
     ROUGH_TERRAINS_CFG,
@@ -41,6 +34,8 @@ from gym_graphreset.tasks.terrain import (
     TerrainGeneratorCfg,
     generate_terrain,
 )
+from gym_graphreset.tasks.velocity import on_rough_terrain
+from gym_graphreset.tasks.velocity_env import RoughVelocityEnv
 
 __all__ = ["GO1_ROUGH_TERRAIN", "Go1VelocityRoughEnv", "contact_cost", "go1_rough_xml", "go1_velocity_rough_cfg"]
 
@@ -114,68 +109,38 @@ def go1_velocity_rough_cfg(
     contacts = {
         g: mdp.ContactSensorCfg(tuple(f"{g}/{n}" for n in contact_geoms(names, p))) for g, p in CONTACT_GROUPS.items()
     }
-    scan = {"sensor_name": "terrain_scan"}
-
-    def with_scan(group: str, noise: UniformNoise | None) -> ObsGroup:
-        terms = dict(flat.observations[group].terms)
-        at = list(terms).index("command") + 1  # mjlab's order: the scan right after the command
-        items = list(terms.items())
-        items.insert(at, ("height_scan", ObsTerm(mdp.height_scan, scan, noise=noise, scale=1 / 5.0)))
-        return replace(flat.observations[group], terms=dict(items))
-
-    events = dict(flat.events)
-    spawn = ("reset_to_terrain_origin", EventTerm(mdp.reset_to_terrain_origin, "reset"))
-    items = list(events.items())
-    items.insert(list(events).index("reset_base") + 1, spawn)
     collision = {"self_collisions": "self_collision", "shank_collision": "shank_ground_touch"}
     collision["trunk_head_collision"] = "trunk_ground_touch"
-    return replace(
+    rough = on_rough_terrain(
         flat,
         model=partial(go1_rough_xml, model_xml, keep_sensors=keep_sensors, terrain=terrain),
-        observations={"policy": with_scan("policy", UniformNoise(-0.1, 0.1)), "critic": with_scan("critic", None)},
-        events=dict(items),
+        scan_body="trunk",
+        geom_group=terrain.geom_group,
+        terrain=TerrainCfg(terrain, max_init_level=5),
+    )
+    return replace(
+        rough,
         rewards={
-            **flat.rewards,
+            **rough.rewards,
             **{k: RewardTerm(contact_cost, -0.1, {"sensor_name": s}) for k, s in collision.items()},
         },
-        terminations={
-            "time_out": flat.terminations["time_out"],
-            "out_of_terrain_bounds": TerminationTerm(out_of_terrain_bounds, time_out=True),
+        terminations={  # Go1's rough config ends on a thigh touching the ground instead of a fall
+            "time_out": rough.terminations["time_out"],
+            "out_of_terrain_bounds": rough.terminations["out_of_terrain_bounds"],
             "illegal_contact": TerminationTerm(illegal_contact, {"sensor_name": "thigh_ground_touch"}),
         },
-        curriculum={**flat.curriculum, "terrain_levels": CurriculumTerm(mdp.terrain_levels_vel)},
-        metrics={**flat.metrics, "terrain_level": MetricTerm(mdp.terrain_level)},
-        sensors={
-            **flat.sensors,
-            **contacts,
-            "self_collision": mdp.ContactSensorCfg(("self_collision",)),
-            "terrain": TerrainCfg(terrain, max_init_level=5),
-            "terrain_scan": mdp.RayCastSensorCfg("trunk", geom_group=terrain.geom_group),
-        },
+        sensors={**rough.sensors, **contacts, "self_collision": mdp.ContactSensorCfg(("self_collision",))},
         njmax=1500,
         nconmax=35,
     )
 
 
-class Go1VelocityRoughEnv(Go1VelocityFlatEnv):
+class Go1VelocityRoughEnv(RoughVelocityEnv):
     """Go1 velocity tracking on mjlab's rough terrain (see the module docstring).
 
-    Args as :class:`~gym_graphreset.envs.go1.env.Go1VelocityFlatEnv`, plus ``terrain`` (the grid).
+    Args as :class:`~gym_graphreset.envs.go1.env.Go1VelocityFlatEnv`, plus ``terrain`` (the grid; default
+    :data:`GO1_ROUGH_TERRAIN`).
     """
 
-    def __init__(
-        self,
-        num_envs: int,
-        *,
-        model_xml: str | Path | None = None,
-        cfg: TaskCfg | None = None,
-        keep_sensors: bool = False,
-        terrain: TerrainGeneratorCfg | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if cfg is not None and (model_xml is not None or keep_sensors or terrain is not None):
-            raise ValueError("give `model_xml` / `keep_sensors` / `terrain` or `cfg`, not both (a cfg names its model)")
-        if cfg is None:
-            cfg = go1_velocity_rough_cfg(model_xml, keep_sensors=keep_sensors, terrain=terrain or GO1_ROUGH_TERRAIN)
-        super().__init__(num_envs, cfg=cfg, **kwargs)
-        self.model_xml, self.keep_sensors = model_xml, keep_sensors
+    make_cfg = staticmethod(go1_velocity_flat_cfg)
+    make_rough_cfg = staticmethod(go1_velocity_rough_cfg)
