@@ -69,6 +69,12 @@ def _make_g1_rough(num_envs: int = 1, **kwargs: Any) -> Any:
     return G1VelocityRoughEnv(num_envs, **kwargs)
 
 
+def _make_g1_tracking(num_envs: int = 1, **kwargs: Any) -> Any:
+    from gym_graphreset.envs.g1.tracking import G1TrackingFlatEnv
+
+    return G1TrackingFlatEnv(num_envs, **kwargs)
+
+
 def register_envs() -> None:
     """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
     if "gym_graphreset/ResetHeavyHalfCheetah-v0" not in gym.registry:
@@ -84,6 +90,10 @@ def register_envs() -> None:
     if "gym_graphreset/G1-Velocity-Rough-v0" not in gym.registry:
         gym.register(
             id="gym_graphreset/G1-Velocity-Rough-v0", vector_entry_point=_make_g1_rough, max_episode_steps=1000
+        )
+    if "gym_graphreset/G1-Tracking-Flat-v0" not in gym.registry:
+        gym.register(
+            id="gym_graphreset/G1-Tracking-Flat-v0", vector_entry_point=_make_g1_tracking, max_episode_steps=500
         )
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:

@@ -19,6 +19,10 @@ __all__ = [
     "joint_pos_limits",
     "point_velocity",
     "projected_gravity",
+    "quat_conjugate",
+    "quat_error_magnitude",
+    "quat_from_euler_xyz",
+    "quat_mul",
     "quat_rotate",
     "quat_rotate_inverse",
     "soft_landing",
@@ -26,30 +30,91 @@ __all__ = [
     "track_linear_velocity",
     "upright",
     "variable_posture",
+    "rotation_columns",
     "wrap_to_pi",
+    "yaw_of",
     "yaw_quat",
 ]
 
 
 def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotate ``v`` ``(n, 3)`` by the unit quaternions ``q`` ``(n, 4)`` (body to world)."""
-    w, u = q[:, :1], q[:, 1:]
-    t = 2.0 * torch.linalg.cross(u, v)
-    return v + w * t + torch.linalg.cross(u, t)
+    """Rotate ``v`` ``(..., 3)`` by the unit quaternions ``q`` ``(..., 4)`` (body to world)."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * torch.linalg.cross(u, v, dim=-1)
+    return v + w * t + torch.linalg.cross(u, t, dim=-1)
 
 
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Rotate ``v`` ``(n, 3)`` by the inverse of ``q`` (world to body)."""
-    w, u = q[:, :1], q[:, 1:]
-    t = 2.0 * torch.linalg.cross(u, v)
-    return v - w * t + torch.linalg.cross(u, t)
+    """Rotate ``v`` ``(..., 3)`` by the inverse of ``q`` ``(..., 4)`` (world to body)."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * torch.linalg.cross(u, v, dim=-1)
+    return v - w * t + torch.linalg.cross(u, t, dim=-1)
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product ``a b`` of quaternions ``(..., 4)``: rotate by ``b``, then by ``a``."""
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        dim=-1,
+    )
+
+
+def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
+    """The inverse rotation of unit quaternions ``(..., 4)``."""
+    return torch.cat((q[..., :1], -q[..., 1:]), dim=-1)
+
+
+def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The angle [rad, 0 to pi] of the rotation between unit quaternions ``a`` and ``b`` ``(..., 4)``."""
+    d = quat_mul(a, quat_conjugate(b))
+    return 2.0 * torch.atan2(d[..., 1:].norm(dim=-1), d[..., 0].abs())
+
+
+def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """Quaternions of intrinsic x-y-z Euler angles (yaw about z, then pitch about y, then roll about x)."""
+    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
+    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
+    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
+    return torch.stack(
+        (
+            cy * cr * cp + sy * sr * sp,
+            cy * sr * cp - sy * cr * sp,
+            cy * cr * sp + sy * sr * cp,
+            sy * cr * cp - cy * sr * sp,
+        ),
+        dim=-1,
+    )
+
+
+def rotation_columns(q: torch.Tensor) -> torch.Tensor:
+    """The first two columns of the rotation matrices of ``q`` ``(..., 4)``, as ``(..., 6)`` (row-major pairs).
+
+    A continuous 6-number orientation: mjlab's ``matrix_from_quat(q)[..., :2]`` flattened.
+    """
+    w, x, y, z = q.unbind(-1)
+    col0 = torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)), dim=-1)
+    col1 = torch.stack((2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)), dim=-1)
+    return torch.stack((col0, col1), dim=-1).flatten(-2)
 
 
 def yaw_quat(yaw: torch.Tensor) -> torch.Tensor:
-    """Quaternions of a rotation by ``yaw`` ``(n,)`` about the world z axis."""
+    """Quaternions of a rotation by ``yaw`` ``(...)`` about the world z axis."""
     half = 0.5 * yaw
     zero = torch.zeros_like(yaw)
-    return torch.stack((torch.cos(half), zero, zero, torch.sin(half)), dim=1)
+    return torch.stack((torch.cos(half), zero, zero, torch.sin(half)), dim=-1)
+
+
+def yaw_of(q: torch.Tensor) -> torch.Tensor:
+    """The yaw angle (about world z) of quaternions ``(..., 4)``: ``yaw_quat(yaw_of(q))`` is q's heading part."""
+    w, x, y, z = q.unbind(-1)
+    return torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
 
 
 def projected_gravity(q: torch.Tensor) -> torch.Tensor:
