@@ -692,7 +692,7 @@ def train(args: Args) -> dict[str, list[float]]:
                 curve["seconds"].append(time.perf_counter() - start)
                 for name, total in zip(terms.names, term_totals, strict=True):  # mjlab's Episode_Reward/<name>
                     curve[name].append(total / max(reset_steps, 1.0) / terms.episode_seconds)
-                shown = {"track_lin": f"{curve[terms.names[0]][-1]:.3f}"} if terms.names else {}
+                shown = {terms.names[0]: f"{curve[terms.names[0]][-1]:.3f}"} if terms.names else {}  # the first term
                 bar.set_postfix(
                     mean_return=f"{mean_return:.1f}",
                     **shown,

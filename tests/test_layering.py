@@ -21,11 +21,12 @@ ALLOWED: dict[str, set[str]] = {
     "envs.gym_mujoco": ENGINE,
     "tasks": ENGINE,  # the manager-based task layer on the engine
     "envs.go1": ENGINE | {"tasks"},
+    "envs.g1": ENGINE | {"tasks"},
     "wrappers": BASE,
     "distributed": BASE,
     "integrations": BASE | {"wrappers"},
     "bench": BASE | {"testing", "envs", "envs.mjwarp", "envs.gym_mujoco", "envs.go1", "tasks"},
-    "registration": {"envs", "envs.gym_mujoco", "envs.go1", "tasks"},
+    "registration": {"envs", "envs.gym_mujoco", "envs.go1", "envs.g1", "tasks"},
     "cli": {"bench", "testing", "envs", "envs.mjwarp", "tasks", "registration", "integrations"} | BASE,
     "__main__": {"cli"},
     "_moved": set(),

@@ -435,12 +435,25 @@ def test_mjlab_train_validates_arguments(capsys: pytest.CaptureFixture[str]) -> 
     assert exit_info.value.code == 2 and "--budget-s must be > 0, got 0.0" in capsys.readouterr().err
 
 
-def test_go1_vs_mjlab_script_is_valid_bash() -> None:
+@pytest.mark.parametrize("name", ["vs_mjlab.sh", "go1_vs_mjlab.sh", "go1_ab.sh", "scale_sweep.sh"])
+def test_gpu_scripts_are_valid_bash(name: str) -> None:
+    """The GPU scripts parse (bash -n); the comparison runs every prewarm and size under a timeout."""
     import subprocess
 
-    script = ROOT / "benchmarks" / "gpu" / "go1_vs_mjlab.sh"
+    script = ROOT / "benchmarks" / "gpu" / name
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, check=False).returncode == 0
-    assert script.read_text().count("timeout ") >= 4  # the prewarms and each size run under a timeout
+    if name == "vs_mjlab.sh":
+        assert script.read_text().count("timeout ") >= 4
+
+
+def test_vs_mjlab_refuses_an_unknown_robot(tmp_path: Path) -> None:
+    """``ROBOT`` other than go1 / g1 stops before any work, naming the accepted values."""
+    import subprocess
+
+    script = ROOT / "benchmarks" / "gpu" / "vs_mjlab.sh"
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOT": "h1"}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2 and "ROBOT must be go1 or g1, got h1" in done.stderr
 
 
 def test_unbounded_actions_sampled_like_the_peer() -> None:
