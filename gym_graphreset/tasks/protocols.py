@@ -18,9 +18,12 @@ class CommandTerm(Protocol):
     ``reset_draws`` / ``step_draws`` words per row are handed to :meth:`reset` and :meth:`step`.
     """
 
-    command: torch.Tensor
     reset_draws: int
     step_draws: int
+
+    @property
+    def command(self) -> torch.Tensor:
+        """``(n, k)`` the command the policy sees."""
 
     def reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """Resample on the rows of ``rows`` (masked writes) at the start of their episode."""

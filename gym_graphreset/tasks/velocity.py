@@ -28,6 +28,7 @@ from gym_graphreset.tasks.terms import (
     TerminationTerm,
     UniformNoise,
 )
+from gym_graphreset.tasks.terrain import TerrainCfg
 
 __all__ = ["LeggedRobot", "on_rough_terrain", "velocity_task"]
 
@@ -184,7 +185,7 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
 
 
 def on_rough_terrain(
-    flat: TaskCfg, *, model: Callable[[], str], scan_body: str, geom_group: int, terrain: object
+    flat: TaskCfg, *, model: Callable[[], str], scan_body: str, geom_group: int, terrain: TerrainCfg
 ) -> TaskCfg:
     """What mjlab's rough velocity config adds to a flat one: the terrain and its scan, spawn and curriculum.
 

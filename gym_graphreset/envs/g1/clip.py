@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -102,13 +103,9 @@ def record_reference_clip(path: str | Path, seconds: float = 6.0, fps: float = 5
     arrays = {k: np.stack(v).astype(np.float32) for k, v in out.items()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        path,
-        fps=np.array([fps]),
-        joint_pos=qpos[:, 7:].astype(np.float32),
-        joint_vel=qvel[:, 6:].astype(np.float32),
-        **arrays,
-    )
+    arrays["joint_pos"], arrays["joint_vel"] = qpos[:, 7:].astype(np.float32), qvel[:, 6:].astype(np.float32)
+    save: Any = np.savez_compressed  # numpy's stub reads **arrays as its keyword options
+    save(path, fps=np.array([fps]), **arrays)
     return path
 
 
