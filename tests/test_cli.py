@@ -294,3 +294,42 @@ def test_export_writes_and_checks_both_formats(
     assert f"wrote {tmp_path / 'policy.pt'} (checked with torch.jit" in capsys.readouterr().out
     assert main(["export", str(folder / "ckpt" / "model_3.pt"), "--formats", "tflite"]) == 2
     assert "--formats must be a comma-separated subset of onnx, torchscript, got 'tflite'" in capsys.readouterr().err
+
+
+def test_play_records_a_motion_clip_of_a_task_layer_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``play --motion`` writes world 0's first finished episode as a clip that loads for the G1; with no
+    finished episode it says so and writes nothing."""
+    from gym_graphreset.tasks.motion import load_motion
+    from tests.conftest import load_example
+
+    ppo = load_example("ppo_continuous")
+    argv = ["--env-id", "gym_graphreset/G1-Velocity-Flat-v0", "--num-envs", "2", "--num-steps", "4"]
+    argv += ["--total-timesteps", "8", "--update-epochs", "1", "--num-minibatches", "2", "--hidden-dims", "8,8"]
+    argv += ["--device", "cpu", "--out", str(tmp_path / "out")]
+    ppo.train(ppo.parse_args([*argv, "--save-dir", str(tmp_path / "ckpt")]))
+    ckpt = str(next((tmp_path / "ckpt").glob("*.pt")))
+    clip = tmp_path / "clip.npz"
+    assert (
+        main(
+            ["play", ckpt, "--num-envs", "2", "--steps", "100", "--no-video", "--device", "cpu", "--motion", str(clip)]
+        )
+        == 0
+    )
+    assert f"wrote {clip} (world 0's episode " in capsys.readouterr().out
+    motion = load_motion(clip, num_joints=29, num_bodies=30, fps=50.0)
+    assert 2 <= motion.num_frames <= 101  # an episode that ended by a fall (the policy is barely trained)
+    none = tmp_path / "none.npz"
+    assert main(["play", ckpt, "--steps", "1", "--no-video", "--device", "cpu", "--motion", str(none)]) == 0
+    assert "no clip written: no episode of world 0 finished within --steps" in capsys.readouterr().out
+    assert not none.exists()
+
+
+def test_play_motion_refuses_an_env_off_the_task_layer(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, folder = ppo_run
+    ckpt = str(folder / "ckpt" / "model_3.pt")
+    assert main(["play", ckpt, "--no-video", "--device", "cpu", "--motion", str(tmp_path / "m.npz")]) == 2
+    assert "--motion records task-layer envs (a ManagerBasedEnv); gym_graphreset/InvertedPendulum-v5 is a" in (
+        capsys.readouterr().err
+    )

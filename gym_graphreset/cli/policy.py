@@ -26,6 +26,12 @@ def add_play_parser(sub: Any) -> None:
         "--video", type=Path, default=None, help="MP4 path, a GIF where no encoder (default: runs/play-<task>.mp4)"
     )
     p.add_argument("--no-video", action="store_true", help="print the returns only")
+    p.add_argument(
+        "--motion",
+        type=Path,
+        default=None,
+        help="also write world 0's first finished episode as a motion clip (mjlab's .npz) here (task-layer envs)",
+    )
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the reset (default: 0)")
     p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
@@ -80,6 +86,10 @@ def play(args: argparse.Namespace) -> int:
     inner = gym.make_vec(
         env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **policy.source.env_kwargs
     )
+    if args.motion is not None:
+        inner = _with_motion_recorders(inner, env_id, args, device, policy.source.env_kwargs)
+        if isinstance(inner, str):
+            return usage_error(inner)
     env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent", reset_terms={"episode": EpisodeStatistics()})
     policy = policy.to(device)
     obs, _ = env.reset(seed=args.seed)
@@ -103,6 +113,8 @@ def play(args: argparse.Namespace) -> int:
                 frames.append(view.frame())
     if view is not None:
         view.close()
+    if args.motion is not None:
+        _write_motion(env.unwrapped, args.motion)
     total, length, count = ended.tolist()
     shown = ", ".join(f"world {w}: {returns[w].item():.2f}" for w in worlds)
     print(
@@ -120,6 +132,47 @@ def play(args: argparse.Namespace) -> int:
             print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
     env.close()
     return 0
+
+
+_MODEL_KWARGS = ("model_xml", "keep_sensors", "terrain", "motion_file")
+"""Constructor arguments a task's config already holds (given with ``cfg=`` they are refused)."""
+
+
+def _with_motion_recorders(
+    inner: Any, env_id: str, args: argparse.Namespace, device: Any, kwargs: dict[str, Any]
+) -> Any:
+    """``inner`` rebuilt with the motion recorders of every body (a task-layer env), or why it cannot be."""
+    from dataclasses import replace
+
+    from gym_graphreset.tasks import mdp
+    from gym_graphreset.tasks.env import ManagerBasedEnv
+    from gym_graphreset.tasks.motion import robot_body_names
+
+    if not isinstance(inner, ManagerBasedEnv):
+        inner.close()
+        return f"--motion records task-layer envs (a ManagerBasedEnv); {env_id} is a {type(inner).__name__}"
+    cfg = replace(
+        inner.cfg,
+        recorders=mdp.motion_recorders(robot_body_names(inner.mjm)),
+        refresh="com",
+        recorder_frames=max(args.steps, inner.max_episode_steps) + 2,
+    )
+    inner.close()
+    rest = {k: v for k, v in kwargs.items() if k not in _MODEL_KWARGS}
+    return gym.make_vec(env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, cfg=cfg, **rest)
+
+
+def _write_motion(env: Any, path: Path) -> None:
+    """World 0's first finished episode as a clip, or a one-line notice when none finished."""
+    episodes = env.recorder_manager.episodes()
+    first = next((i for i, e in enumerate(episodes) if e.env_id == 0), None)
+    if first is None:
+        print(f"no clip written: no episode of world 0 finished within --steps ({path} not written)")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chosen = env.recorder_manager.export_motion(path, episode=first)
+    frames = len(next(iter(chosen.fields.values())))
+    print(f"wrote {path} (world 0's episode {chosen.ordinal}: {frames} frames at {1.0 / env.step_dt:g} fps)")
 
 
 def _unregistered(env_id: str) -> str | None:
