@@ -27,6 +27,7 @@ from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.env import ManagerBasedEnv
 from gym_graphreset.tasks.mdp import motion as T
+from gym_graphreset.tasks.mdp import motion_terms as MT
 from gym_graphreset.tasks.terms import (
     EventTerm,
     JointPositionAction,
@@ -72,8 +73,8 @@ def g1_tracking_flat_cfg(
 
     policy = {
         "command": ObsTerm(mdp.generated_commands, params=cmd),
-        "motion_anchor_pos_b": noisy(T.motion_anchor_pos_b, 0.25, **cmd),
-        "motion_anchor_ori_b": noisy(T.motion_anchor_ori_b, 0.05, **cmd),
+        "motion_anchor_pos_b": noisy(MT.motion_anchor_pos_b, 0.25, **cmd),
+        "motion_anchor_ori_b": noisy(MT.motion_anchor_ori_b, 0.05, **cmd),
         "base_lin_vel": noisy(mdp.imu_lin_vel, 0.5, site="imu_in_pelvis"),
         "base_ang_vel": noisy(mdp.base_ang_vel, 0.2),
         "joint_pos": noisy(mdp.joint_pos_rel, 0.01, biased=True),
@@ -82,10 +83,10 @@ def g1_tracking_flat_cfg(
     }
     critic = {
         "command": policy["command"],
-        "motion_anchor_pos_b": ObsTerm(T.motion_anchor_pos_b, params=cmd),
-        "motion_anchor_ori_b": ObsTerm(T.motion_anchor_ori_b, params=cmd),
-        "body_pos": ObsTerm(T.robot_body_pos_b, params=cmd),
-        "body_ori": ObsTerm(T.robot_body_ori_b, params=cmd),
+        "motion_anchor_pos_b": ObsTerm(MT.motion_anchor_pos_b, params=cmd),
+        "motion_anchor_ori_b": ObsTerm(MT.motion_anchor_ori_b, params=cmd),
+        "body_pos": ObsTerm(MT.robot_body_pos_b, params=cmd),
+        "body_ori": ObsTerm(MT.robot_body_ori_b, params=cmd),
         "base_lin_vel": ObsTerm(mdp.imu_lin_vel, params={"site": "imu_in_pelvis"}),
         "base_ang_vel": ObsTerm(mdp.base_ang_vel),
         "joint_pos": ObsTerm(mdp.joint_pos_rel),
@@ -93,12 +94,12 @@ def g1_tracking_flat_cfg(
         "actions": ObsTerm(mdp.last_action),
     }
     rewards = {
-        "motion_global_root_pos": RewardTerm(T.motion_global_anchor_position_error_exp, 0.5, {**cmd, "std": 0.3}),
-        "motion_global_root_ori": RewardTerm(T.motion_global_anchor_orientation_error_exp, 0.5, {**cmd, "std": 0.4}),
-        "motion_body_pos": RewardTerm(T.motion_relative_body_position_error_exp, 1.0, {**cmd, "std": 0.3}),
-        "motion_body_ori": RewardTerm(T.motion_relative_body_orientation_error_exp, 1.0, {**cmd, "std": 0.4}),
-        "motion_body_lin_vel": RewardTerm(T.motion_body_lin_vel_error_exp, 1.0, {**cmd, "std": 1.0}),
-        "motion_body_ang_vel": RewardTerm(T.motion_body_ang_vel_error_exp, 1.0, {**cmd, "std": 3.14}),
+        "motion_global_root_pos": RewardTerm(MT.motion_global_anchor_position_error_exp, 0.5, {**cmd, "std": 0.3}),
+        "motion_global_root_ori": RewardTerm(MT.motion_global_anchor_orientation_error_exp, 0.5, {**cmd, "std": 0.4}),
+        "motion_body_pos": RewardTerm(MT.motion_relative_body_position_error_exp, 1.0, {**cmd, "std": 0.3}),
+        "motion_body_ori": RewardTerm(MT.motion_relative_body_orientation_error_exp, 1.0, {**cmd, "std": 0.4}),
+        "motion_body_lin_vel": RewardTerm(MT.motion_body_lin_vel_error_exp, 1.0, {**cmd, "std": 1.0}),
+        "motion_body_ang_vel": RewardTerm(MT.motion_body_ang_vel_error_exp, 1.0, {**cmd, "std": 3.14}),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, -0.1),
         "joint_limit": RewardTerm(mdp.joint_pos_limits, -10.0),
         "self_collisions": RewardTerm(
@@ -118,11 +119,11 @@ def g1_tracking_flat_cfg(
         rewards=rewards,
         terminations={
             "time_out": TerminationTerm(mdp.time_out, time_out=True),
-            "motion_end": TerminationTerm(T.motion_end, cmd, time_out=True),
-            "anchor_pos": TerminationTerm(T.bad_anchor_pos_z_only, {**cmd, "threshold": 0.25}),
-            "anchor_ori": TerminationTerm(T.bad_anchor_ori, {**cmd, "threshold": 0.8}),
+            "motion_end": TerminationTerm(MT.motion_end, cmd, time_out=True),
+            "anchor_pos": TerminationTerm(MT.bad_anchor_pos_z_only, {**cmd, "threshold": 0.25}),
+            "anchor_ori": TerminationTerm(MT.bad_anchor_ori, {**cmd, "threshold": 0.8}),
             "ee_body_pos": TerminationTerm(
-                T.bad_motion_body_pos_z_only, {**cmd, "threshold": 0.25, "body_names": END_EFFECTORS}
+                MT.bad_motion_body_pos_z_only, {**cmd, "threshold": 0.25, "body_names": END_EFFECTORS}
             ),
         },
         events={

@@ -9,8 +9,8 @@ from a mix of that failure distribution (smoothed by a causal kernel) and a unif
 inverse-CDF lookup of one counter-based uniform per row, so it is full width and fixed shape: no
 ``multinomial``, ``nonzero`` or host read; the top-1 statistics use ``amax``, not indexing by ``argmax``.
 
-The observation, reward and termination terms compare the robot's bodies with the clip's, in the world frame
-or relative to the anchor body (the clip's body poses moved onto the robot's anchor heading and position).
+The observation, reward and termination terms that compare the robot with the clip are in
+:mod:`gym_graphreset.tasks.mdp.motion_terms`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
-from gym_graphreset.tasks.binding import NON_NEGATIVE, POSITIVE, accepts
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp.commands import span
 from gym_graphreset.tasks.mdp.recorders import body_ang_vel_w, body_lin_vel_w
@@ -31,26 +30,7 @@ from gym_graphreset.tasks.motion import MotionClip, load_motion
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = [
-    "MotionCommand",
-    "MotionCommandCfg",
-    "bad_anchor_ori",
-    "bad_anchor_pos_z_only",
-    "bad_motion_body_pos_z_only",
-    "motion_anchor_ori_b",
-    "motion_anchor_pos_b",
-    "motion_body_ang_vel_error_exp",
-    "motion_body_lin_vel_error_exp",
-    "motion_end",
-    "motion_global_anchor_orientation_error_exp",
-    "motion_global_anchor_position_error_exp",
-    "motion_relative_body_orientation_error_exp",
-    "motion_relative_body_position_error_exp",
-    "reset_draws",
-    "reset_to_motion_frame",
-    "robot_body_ori_b",
-    "robot_body_pos_b",
-]
+__all__ = ["MotionCommand", "MotionCommandCfg", "motion_command", "reset_draws", "reset_to_motion_frame"]
 
 Range = tuple[float, float]
 _ZERO6: tuple[Range, ...] = ((0.0, 0.0),) * 6
@@ -271,7 +251,8 @@ class MotionCommand:
         }
 
 
-def _command(env: ManagerBasedEnv, command_name: str) -> MotionCommand:
+def motion_command(env: ManagerBasedEnv, command_name: str) -> MotionCommand:
+    """The env's command ``command_name``, which must be a :class:`MotionCommand`."""
     command = env.commands[command_name]
     if not isinstance(command, MotionCommand):
         raise ValueError(f"command {command_name!r} must be a MotionCommand, got {type(command).__name__}")
@@ -285,7 +266,7 @@ def reset_to_motion_frame(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Ten
     velocity are those of the robot's root body in the clip, moved by the command's pose and velocity noise;
     the joints those of the frame plus the joint noise, clipped to the soft limits.
     """
-    command = _command(env, command_name)
+    command = motion_command(env, command_name)
     clip, cfg = command.clip, command.cfg
     nj = len(env.joint_names)
     if u.shape[1] < reset_draws(nj):
@@ -303,130 +284,3 @@ def reset_to_motion_frame(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Ten
     state.qvel[:, 0:3] = clip.body_lin_vel_w[frame, 0] + vel[:, 0:3]
     state.qvel[:, 3:6] = M.quat_rotate_inverse(root_quat, clip.body_ang_vel_w[frame, 0] + vel[:, 3:6])
     state.qvel[:, env.joint_dof_ids] = clip.joint_vel[frame]
-
-
-# ---------------------------------------------------------------------------------------------- observations
-
-
-def _anchor_frames(command: MotionCommand) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    a = command.anchor
-    pos, quat = command.robot_bodies()[:2]
-    return pos[:, a], quat[:, a], command.motion_bodies("body_pos_w")[:, a], command.motion_bodies("body_quat_w")[:, a]
-
-
-def motion_anchor_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
-    """The clip's anchor position in the robot's anchor frame, ``(n, 3)``."""
-    r_pos, r_quat, m_pos, _ = _anchor_frames(_command(env, command_name))
-    return M.quat_rotate_inverse(r_quat, m_pos - r_pos)
-
-
-def motion_anchor_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
-    """The clip's anchor orientation in the robot's anchor frame, two rotation-matrix columns, ``(n, 6)``."""
-    _, r_quat, _, m_quat = _anchor_frames(_command(env, command_name))
-    return M.rotation_columns(M.quat_mul(M.quat_conjugate(r_quat), m_quat))
-
-
-def robot_body_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
-    """The robot's tracked bodies' positions in its anchor frame, flattened, ``(n, 3k)``."""
-    command = _command(env, command_name)
-    pos, quat = command.robot_bodies()[:2]
-    a = command.anchor
-    anchor_q = quat[:, a : a + 1].expand_as(quat)
-    return M.quat_rotate_inverse(anchor_q, pos - pos[:, a : a + 1]).flatten(1)
-
-
-def robot_body_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
-    """The robot's tracked bodies' orientations in its anchor frame, two matrix columns each, ``(n, 6k)``."""
-    command = _command(env, command_name)
-    quat = command.robot_bodies()[1]
-    a = command.anchor
-    return M.rotation_columns(M.quat_mul(M.quat_conjugate(quat[:, a : a + 1].expand_as(quat)), quat)).flatten(1)
-
-
-# ---------------------------------------------------------------------------------------------- rewards
-
-
-def _exp(error: torch.Tensor, std: float) -> torch.Tensor:
-    return torch.exp(-error / std**2)
-
-
-@accepts(std=POSITIVE)
-def motion_global_anchor_position_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-|p_anchor,clip - p_anchor,robot|^2 / std^2)`` in the world frame."""
-    r_pos, _, m_pos, _ = _anchor_frames(_command(env, command_name))
-    return _exp((m_pos - r_pos).square().sum(dim=-1), std)
-
-
-@accepts(std=POSITIVE)
-def motion_global_anchor_orientation_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-angle(q_anchor,clip, q_anchor,robot)^2 / std^2)``."""
-    _, r_quat, _, m_quat = _anchor_frames(_command(env, command_name))
-    return _exp(M.quat_error_magnitude(m_quat, r_quat).square(), std)
-
-
-@accepts(std=POSITIVE)
-def motion_relative_body_position_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-mean_b |p_b,clip (on the robot's anchor) - p_b,robot|^2 / std^2)``."""
-    command = _command(env, command_name)
-    return _exp((command.relative_bodies()[0] - command.robot_bodies()[0]).square().sum(-1).mean(-1), std)
-
-
-@accepts(std=POSITIVE)
-def motion_relative_body_orientation_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-mean_b angle(q_b,clip (on the robot's heading), q_b,robot)^2 / std^2)``."""
-    command = _command(env, command_name)
-    error = M.quat_error_magnitude(command.relative_bodies()[1], command.robot_bodies()[1]).square()
-    return _exp(error.mean(-1), std)
-
-
-@accepts(std=POSITIVE)
-def motion_body_lin_vel_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-mean_b |v_b,clip - v_b,robot|^2 / std^2)``, world frame."""
-    command = _command(env, command_name)
-    error = (command.motion_bodies("body_lin_vel_w") - command.robot_bodies()[2]).square().sum(-1)
-    return _exp(error.mean(-1), std)
-
-
-@accepts(std=POSITIVE)
-def motion_body_ang_vel_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
-    """``exp(-mean_b |w_b,clip - w_b,robot|^2 / std^2)``, world frame."""
-    command = _command(env, command_name)
-    error = (command.motion_bodies("body_ang_vel_w") - command.robot_bodies()[3]).square().sum(-1)
-    return _exp(error.mean(-1), std)
-
-
-# ---------------------------------------------------------------------------------------------- terminations
-
-
-@accepts(threshold=NON_NEGATIVE)
-def bad_anchor_pos_z_only(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.Tensor:
-    """The anchor's height is off the clip's by more than ``threshold`` [m]."""
-    r_pos, _, m_pos, _ = _anchor_frames(_command(env, command_name))
-    return (m_pos[:, 2] - r_pos[:, 2]).abs() > threshold
-
-
-@accepts(threshold=NON_NEGATIVE)
-def bad_anchor_ori(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.Tensor:
-    """The anchor's tilt differs from the clip's: gravity's z in the anchor frames differs by > ``threshold``."""
-    _, r_quat, _, m_quat = _anchor_frames(_command(env, command_name))
-    return (M.projected_gravity(m_quat)[:, 2] - M.projected_gravity(r_quat)[:, 2]).abs() > threshold
-
-
-@accepts(threshold=NON_NEGATIVE)
-def bad_motion_body_pos_z_only(
-    env: ManagerBasedEnv, command_name: str, threshold: float, body_names: tuple[str, ...]
-) -> torch.Tensor:
-    """Any of ``body_names`` (tracked bodies) is off its relative clip height by more than ``threshold`` [m]."""
-    command = _command(env, command_name)
-    idx = env.constant(
-        ("motion_bodies", command_name, body_names),
-        lambda: torch.tensor([command.cfg.body_names.index(b) for b in body_names], device=env.device),
-    )
-    error = (command.relative_bodies()[0][:, idx, 2] - command.robot_bodies()[0][:, idx, 2]).abs()
-    return (error > threshold).any(dim=-1)
-
-
-def motion_end(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
-    """The row reached the clip's last frame (a time-out: the episode ends with the motion)."""
-    command = _command(env, command_name)
-    return command.time_steps >= command.clip.num_frames - 1
