@@ -20,7 +20,7 @@ from gym_graphreset.envs.g1.tracking import G1TrackingFlatEnv, g1_tracking_flat_
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.mdp import motion as T
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
-from tests.conftest import MODES
+from tests.conftest import MODES, needs_cuda
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 4
@@ -169,3 +169,25 @@ def test_ppo_example_trains_on_tracking(tmp_path: Path) -> None:
     curve = ppo.train(args)
     assert len(curve["seconds"]) >= 1
     assert all(0 < x <= 0.5 for x in curve["motion_global_root_pos"])  # weight 0.5 x dt per step / seconds
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_step_graph_is_sync_free() -> None:
+    """CUDA: the whole tracking step (sampler, resets, terms) in one graph passes the sleep canary."""
+    from gym_graphreset import StepConfig
+    from gym_graphreset.testing import assert_sync_free
+
+    config = StepConfig.preset("step_graph", graph_warmup=2)
+    inner = G1TrackingFlatEnv(1024, device="cuda", max_episode_steps=20)
+    env = FixedShapeAutoresetVectorEnv(
+        inner, reset_terms={"ep": EpisodeStatistics()}, config=config, validation_poll_interval=10_000
+    )
+    env.reset(seed=0)
+    a = torch.zeros(1024, NJ, device="cuda")
+    for _ in range(6):
+        env.step(a)
+    canary = assert_sync_free(lambda: env.step(a), device="cuda", steps=4)
+    print(f"\nG1 tracking step graph: {canary}")
+    assert env.graph is not None and env.graph.captured
+    env.close()
