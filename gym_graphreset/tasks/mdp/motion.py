@@ -219,7 +219,11 @@ class MotionCommand:
         """Nothing: :func:`reset_to_motion_frame` drew the rows' frames before the physics reset."""
 
     def step(self, u: torch.Tensor) -> None:
-        """Advance every row one frame (held at the last: :func:`motion_end` ends the episode); fold failures in."""
+        """Advance every row one frame and fold this step's failures into the per-bin average.
+
+        A row is held at the clip's last frame: :func:`~gym_graphreset.tasks.mdp.motion_terms.motion_end` ends
+        its episode there.
+        """
         alpha = self.cfg.adaptive_alpha
         self.bin_failed_count.copy_(alpha * self.current_bin_failed + (1.0 - alpha) * self.bin_failed_count)
         self.current_bin_failed.zero_()
