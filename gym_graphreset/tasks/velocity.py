@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.binding import FINITE, number
@@ -28,9 +29,9 @@ from gym_graphreset.tasks.terms import (
     TerminationTerm,
     UniformNoise,
 )
-from gym_graphreset.tasks.terrain import TerrainCfg
+from gym_graphreset.tasks.terrain import TerrainCfg, TerrainGeneratorCfg
 
-__all__ = ["LeggedRobot", "on_rough_terrain", "velocity_task"]
+__all__ = ["LeggedRobot", "on_rough_terrain", "robot_on_terrain", "velocity_task"]
 
 
 @dataclass(frozen=True)
@@ -228,3 +229,25 @@ def on_rough_terrain(
             "terrain_scan": mdp.RayCastSensorCfg(scan_body, geom_group=geom_group),
         },
     )
+
+
+def robot_on_terrain(robot_xml: str, terrain: TerrainGeneratorCfg, *, where: str) -> Any:
+    """The ``MjSpec`` of a robot model (MJCF text) on the generated ``terrain``; 500 CCD iterations (mjlab rough).
+
+    Refused (``where`` names the caller) when robot geoms share the terrain's geom group, which the height
+    scan casts against.
+    """
+    import mujoco
+
+    from gym_graphreset.tasks.terrain import add_terrain, generate_terrain
+
+    robot = mujoco.MjSpec.from_string(robot_xml)
+    clash = [g.name or "#" for g in robot.geoms if g.group == terrain.geom_group]
+    if clash:
+        raise ValueError(
+            f"{where}: the robot's geoms {clash[:4]} are in the terrain's geom group {terrain.geom_group}, "
+            "which the height scan casts against; give the terrain another `geom_group`"
+        )
+    spec = mujoco.MjSpec.from_string(add_terrain(robot_xml, generate_terrain(terrain)))
+    spec.option.ccd_iterations = 500
+    return spec

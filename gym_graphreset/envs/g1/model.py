@@ -25,15 +25,18 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from gym_graphreset.envs.mjwarp.mjcf import (
-    add_floor,
-    add_position_actuator,
     check_joint_actuators,
     check_robot_joints,
     compile_spec,
     has_own_floor,
     load_spec,
+    replace_actuators,
+    replace_sensors,
+    set_collisions,
+    set_solver,
 )
 
 __all__ = [
@@ -156,8 +159,6 @@ def build_g1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = Fa
         ValueError: ``model_xml`` is XML text, does not parse or compile, lacks a name the task needs, or has
             another structure (joints, order, limits, actuators, floor, sensor names); the message names it.
     """
-    import mujoco
-
     if not isinstance(keep_sensors, bool):
         raise ValueError(f"`keep_sensors` must be a bool, got {keep_sensors!r}")
     spec, path = load_spec(model_xml, G1_XML)
@@ -167,33 +168,11 @@ def build_g1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = Fa
     check_joint_actuators(source, path, JOINT_NAMES, "the 29 joints", allow_none=True)
     own_floor = has_own_floor(source, path)
 
-    opt = spec.option
-    for key, value in SIM_OPTIONS.items():
-        setattr(opt, key, value)
-    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
-    opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
-
-    for geom in spec.geoms:
-        if geom.name == "floor" and own_floor:
-            geom.contype, geom.conaffinity = 1, 1
-        elif _COLLISION.match(geom.name or ""):
-            foot = bool(_FOOT.match(geom.name))
-            geom.contype, geom.conaffinity = 1, 1
-            geom.condim, geom.priority = (3, 1) if foot else (1, 0)
-            if foot:
-                geom.friction[0] = FOOT_FRICTION
-        else:
-            geom.contype, geom.conaffinity = 0, 0
-    if not own_floor:
-        add_floor(spec)
-
-    for actuator in list(spec.actuators):
-        spec.delete(actuator)
-    for name in JOINT_NAMES:
-        kp, kv, armature = joint_gains(name)
-        add_position_actuator(spec, name, kp, kv, EFFORT_LIMIT[name], armature)
-
+    set_solver(spec, SIM_OPTIONS, elliptic=False)
+    set_collisions(
+        spec, own_floor=own_floor, collision=_COLLISION, foot=_FOOT, foot_condim=3, foot_friction=(FOOT_FRICTION,)
+    )
+    replace_actuators(spec, JOINT_NAMES, joint_gains, EFFORT_LIMIT.__getitem__)
     _add_sensors(spec, path, keep_sensors)
     for key in list(spec.keys):
         spec.delete(key)
@@ -201,34 +180,22 @@ def build_g1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = Fa
     return spec.to_xml()
 
 
-def _add_sensors(spec: object, path: Path, keep_sensors: bool) -> None:
+def _add_sensors(spec: Any, path: Path, keep_sensors: bool) -> None:
     """The foot contact, self-collision and angular-momentum sensors (the model's own kept or removed)."""
     import mujoco
 
-    sensors = spec.sensors  # type: ignore[attr-defined]
     names = [*FOOT_CONTACT_SENSORS, SELF_COLLISION_SENSOR, ANGMOM_SENSOR]
-    if keep_sensors:
-        own = {s.name: s for s in sensors}
-        angmom = own.get(ANGMOM_SENSOR)
-        if angmom is not None and not (
-            angmom.type == mujoco.mjtSensor.mjSENS_SUBTREEANGMOM and angmom.objname == "pelvis"
-        ):
+    own = {s.name: s for s in spec.sensors} if keep_sensors else {}
+    angmom = own.get(ANGMOM_SENSOR)
+    if angmom is not None:  # the model's own angular momentum sensor is used if it is the pelvis subtree's
+        if not (angmom.type == mujoco.mjtSensor.mjSENS_SUBTREEANGMOM and angmom.objname == "pelvis"):
             raise ValueError(
                 f"`model_xml` {str(path)!r} has a sensor {ANGMOM_SENSOR!r} that is not the pelvis subtree's "
                 "angular momentum; with `keep_sensors=True` that name is the task's"
             )
-        if angmom is not None:
-            names.remove(ANGMOM_SENSOR)
-        clash = [n for n in names if n in own]
-        if clash:
-            raise ValueError(
-                f"`model_xml` {str(path)!r} has sensors named {clash}; with `keep_sensors=True` the names "
-                f"{names} must be free (the task adds its sensors under them)"
-            )
-    else:
-        for sensor in list(sensors):
-            spec.delete(sensor)  # type: ignore[attr-defined]
-    add = spec.add_sensor  # type: ignore[attr-defined]
+        names.remove(ANGMOM_SENSOR)
+    replace_sensors(spec, path, keep=keep_sensors, names=names)
+    add = spec.add_sensor
     for ankle, name in zip(_ANKLES, FOOT_CONTACT_SENSORS, strict=True):
         s = add(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT)
         s.objtype, s.objname = mujoco.mjtObj.mjOBJ_XBODY, ankle  # the subtree of the ankle-roll link

@@ -20,10 +20,8 @@ from gym_graphreset.tasks.terrain import (
     ROUGH_TERRAINS_CFG,
     TerrainCfg,
     TerrainGeneratorCfg,
-    add_terrain,
-    generate_terrain,
 )
-from gym_graphreset.tasks.velocity import on_rough_terrain
+from gym_graphreset.tasks.velocity import on_rough_terrain, robot_on_terrain
 from gym_graphreset.tasks.velocity_env import RoughVelocityEnv
 
 __all__ = ["G1_ROUGH_TERRAIN", "G1VelocityRoughEnv", "g1_rough_xml", "g1_velocity_rough_cfg"]
@@ -36,18 +34,8 @@ def g1_rough_xml(
     model_xml: str | Path | None = None, *, keep_sensors: bool = False, terrain: TerrainGeneratorCfg = G1_ROUGH_TERRAIN
 ) -> str:
     """The G1 model (``build_g1_xml``) on ``terrain`` (its foot sensors read the terrain), 500 CCD iterations."""
-    import mujoco
-
-    robot = mujoco.MjSpec.from_string(build_g1_xml(model_xml, keep_sensors=keep_sensors))
-    clash = [g.name or "#" for g in robot.geoms if g.group == terrain.geom_group]
-    if clash:
-        raise ValueError(
-            f"g1_rough_xml: the robot's geoms {clash[:4]} are in the terrain's geom group {terrain.geom_group}, "
-            "which the height scan casts against; give the terrain another `geom_group`"
-        )
-    spec = mujoco.MjSpec.from_string(add_terrain(robot.to_xml(), generate_terrain(terrain)))
-    spec.option.ccd_iterations = 500
-    return spec.to_xml()
+    xml = build_g1_xml(model_xml, keep_sensors=keep_sensors)
+    return robot_on_terrain(xml, terrain, where="g1_rough_xml").to_xml()
 
 
 def g1_velocity_rough_cfg(

@@ -26,13 +26,15 @@ import re
 from pathlib import Path
 
 from gym_graphreset.envs.mjwarp.mjcf import (
-    add_floor,
-    add_position_actuator,
     check_joint_actuators,
     check_robot_joints,
     compile_spec,
     has_own_floor,
     load_spec,
+    replace_actuators,
+    replace_sensors,
+    set_collisions,
+    set_solver,
 )
 
 __all__ = [
@@ -144,46 +146,19 @@ def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = F
     check_joint_actuators(source, path, JOINT_NAMES, "the 12 leg joints", allow_none=True)
     own_floor = has_own_floor(source, path)
 
-    opt = spec.option
-    for key, value in SIM_OPTIONS.items():
-        setattr(opt, key, value)
-    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
-    opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-
-    for geom in spec.geoms:
-        if geom.name == "floor" and own_floor:
-            geom.contype, geom.conaffinity = 1, 1  # the model's own ground: kept as it is, made to collide
-        elif _COLLISION.match(geom.name or ""):
-            geom.contype, geom.conaffinity = 1, 1
-            geom.solref[:] = COLLISION_SOLREF
-            foot = bool(_FOOT.match(geom.name))
-            geom.condim = 6 if foot else 1
-            geom.priority = 1 if foot else 0
-            if foot:
-                geom.friction[:] = FOOT_FRICTION
-        else:
-            geom.contype, geom.conaffinity = 0, 0
-    if not own_floor:
-        add_floor(spec)
-
-    for actuator in list(spec.actuators):
-        spec.delete(actuator)
-    for name in JOINT_NAMES:
-        kp, kv, armature = joint_gains(name)
-        add_position_actuator(spec, name, kp, kv, EFFORT_LIMIT[_part(name)], armature)
-
+    set_solver(spec, SIM_OPTIONS, elliptic=True)
+    set_collisions(
+        spec,
+        own_floor=own_floor,
+        collision=_COLLISION,
+        foot=_FOOT,
+        foot_condim=6,
+        foot_friction=FOOT_FRICTION,
+        solref=COLLISION_SOLREF,
+    )
+    replace_actuators(spec, JOINT_NAMES, joint_gains, lambda j: EFFORT_LIMIT[_part(j)])
     contact_names = [f"{leg}_foot_contact" for leg in LEGS]
-    if keep_sensors:
-        clash = [s.name for s in spec.sensors if s.name in contact_names]
-        if clash:
-            raise ValueError(
-                f"`model_xml` {str(path)!r} has sensors named {clash}; with `keep_sensors=True` the names "
-                f"{contact_names} must be free (the task adds its foot contact sensors under them)"
-            )
-    else:
-        for sensor in list(spec.sensors):
-            spec.delete(sensor)
+    replace_sensors(spec, path, keep=keep_sensors, names=contact_names)
     for leg, name in zip(LEGS, contact_names, strict=True):
         sensor = spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT)
         sensor.objtype, sensor.objname = mujoco.mjtObj.mjOBJ_GEOM, f"{leg}_foot_collision"

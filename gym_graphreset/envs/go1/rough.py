@@ -32,9 +32,8 @@ from gym_graphreset.tasks.terrain import (
     TERRAIN_BODY,
     TerrainCfg,
     TerrainGeneratorCfg,
-    generate_terrain,
 )
-from gym_graphreset.tasks.velocity import on_rough_terrain
+from gym_graphreset.tasks.velocity import on_rough_terrain, robot_on_terrain
 from gym_graphreset.tasks.velocity_env import RoughVelocityEnv
 
 __all__ = ["GO1_ROUGH_TERRAIN", "Go1VelocityRoughEnv", "contact_cost", "go1_rough_xml", "go1_velocity_rough_cfg"]
@@ -56,18 +55,9 @@ def go1_rough_xml(
     """The Go1 model (``build_go1_xml``) on ``terrain``, with mjlab's rough contact sensors and 500 CCD iterations."""
     import mujoco
 
-    from gym_graphreset.tasks.terrain import add_terrain
-
-    robot = mujoco.MjSpec.from_string(build_go1_xml(model_xml, keep_sensors=keep_sensors))
-    clash = [g.name or "#" for g in robot.geoms if g.group == terrain.geom_group]
-    if clash:
-        raise ValueError(
-            f"go1_rough_xml: the robot's geoms {clash[:4]} are in the terrain's geom group {terrain.geom_group}, "
-            "which the height scan casts against; give the terrain another `geom_group`"
-        )
-    names = [g.name for g in robot.geoms if g.name]
-    spec = mujoco.MjSpec.from_string(add_terrain(robot.to_xml(), generate_terrain(terrain)))
-    spec.option.ccd_iterations = 500
+    xml = build_go1_xml(model_xml, keep_sensors=keep_sensors)
+    names = [g.name for g in mujoco.MjSpec.from_string(xml).geoms if g.name]
+    spec = robot_on_terrain(xml, terrain, where="go1_rough_xml")
 
     def sensor(
         name: str, kind: Any, obj: str, ref: Any = mujoco.mjtObj.mjOBJ_BODY, ref_name: str = TERRAIN_BODY

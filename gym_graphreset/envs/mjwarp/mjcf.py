@@ -9,13 +9,18 @@ the element, so a user's model that does not fit says why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "add_floor",
     "add_position_actuator",
+    "replace_actuators",
+    "replace_sensors",
+    "set_collisions",
+    "set_solver",
     "check_joint_actuators",
     "check_robot_joints",
     "compile_spec",
@@ -188,3 +193,75 @@ def add_position_actuator(spec: Any, joint: str, kp: float, kv: float, effort: f
     act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
     act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
     act.forcerange[:] = [-effort, effort]
+
+
+def set_solver(spec: Any, options: Mapping[str, float], *, elliptic: bool) -> None:
+    """``options`` (timestep, iterations...) on ``spec.option``, with implicitfast, Newton and the cone type."""
+    import mujoco
+
+    opt = spec.option
+    for key, value in options.items():
+        setattr(opt, key, value)
+    opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if elliptic else mujoco.mjtCone.mjCONE_PYRAMIDAL
+
+
+def set_collisions(
+    spec: Any,
+    *,
+    own_floor: bool,
+    collision: re.Pattern[str],
+    foot: re.Pattern[str],
+    foot_condim: int,
+    foot_friction: Sequence[float],
+    solref: Sequence[float] | None = None,
+) -> None:
+    """Only ``collision`` geoms and the floor collide; every other geom is visual. A floor is added if missing.
+
+    Collision geoms get condim 1 and priority 0, or ``foot_condim``, priority 1 and ``foot_friction`` (its
+    first components) for the ``foot`` ones; ``solref`` on all of them when given.
+    """
+    for geom in spec.geoms:
+        if geom.name == "floor" and own_floor:
+            geom.contype, geom.conaffinity = 1, 1  # the model's own ground: kept as it is, made to collide
+        elif collision.match(geom.name or ""):
+            geom.contype, geom.conaffinity = 1, 1
+            if solref is not None:
+                geom.solref[:] = solref
+            is_foot = bool(foot.match(geom.name))
+            geom.condim, geom.priority = (foot_condim, 1) if is_foot else (1, 0)
+            if is_foot:
+                geom.friction[: len(foot_friction)] = foot_friction
+        else:
+            geom.contype, geom.conaffinity = 0, 0
+    if not own_floor:
+        add_floor(spec)
+
+
+def replace_actuators(
+    spec: Any, joints: Sequence[str], gains: Callable[[str], tuple[float, float, float]], effort: Callable[[str], float]
+) -> None:
+    """The model's own actuators replaced by a position actuator per joint of ``joints``, in that order.
+
+    ``gains(j)``: kp, kv and armature of joint ``j``; ``effort(j)``: its torque limit.
+    """
+    for actuator in list(spec.actuators):
+        spec.delete(actuator)
+    for joint in joints:
+        kp, kv, armature = gains(joint)
+        add_position_actuator(spec, joint, kp, kv, effort(joint), armature)
+
+
+def replace_sensors(spec: Any, path: Path, *, keep: bool, names: Sequence[str]) -> None:
+    """The model's own sensors removed, or (``keep``) kept with the task's sensor ``names`` checked to be free."""
+    if keep:
+        clash = [s.name for s in spec.sensors if s.name in names]
+        if clash:
+            raise ValueError(
+                f"`model_xml` {str(path)!r} has sensors named {clash}; with `keep_sensors=True` the names "
+                f"{list(names)} must be free (the task adds its sensors under them)"
+            )
+    else:
+        for sensor in list(spec.sensors):
+            spec.delete(sensor)
