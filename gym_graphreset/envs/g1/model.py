@@ -137,8 +137,8 @@ EFFORT_LIMIT = {j: _MOTORS[_motor(j)[0]][2] * _motor(j)[1] for j in JOINT_NAMES}
 ACTION_SCALE = {j: 0.25 * EFFORT_LIMIT[j] / joint_gains(j)[0] for j in JOINT_NAMES}
 """Action scale per joint: a unit action moves the target by a quarter of the torque limit's worth."""
 
-_COLLISION = re.compile(r".*_collision$")
-_FOOT = re.compile(r"^(left|right)_foot[1-7]_collision$")
+_COLLISION = r".*_collision$"
+_FOOT = r"^(left|right)_foot[1-7]_collision$"
 
 
 def build_g1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> str:

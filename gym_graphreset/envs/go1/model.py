@@ -22,7 +22,6 @@ The model's structure is checked after it compiles: Go1's joints, types, order, 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 from gym_graphreset.envs.mjwarp.mjcf import (
@@ -112,8 +111,8 @@ def default_joint_pos(joint: str) -> float:
     return DEFAULT_JOINT_POS[part]
 
 
-_COLLISION = re.compile(r".*_collision\d*$")
-_FOOT = re.compile(r"^[FR][LR]_foot_collision$")
+_COLLISION = r".*_collision\d*$"
+_FOOT = r"^[FR][LR]_foot_collision$"
 
 
 def build_go1_xml(model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> str:

@@ -211,25 +211,26 @@ def set_collisions(
     spec: Any,
     *,
     own_floor: bool,
-    collision: re.Pattern[str],
-    foot: re.Pattern[str],
+    collision: str,
+    foot: str,
     foot_condim: int,
     foot_friction: Sequence[float],
     solref: Sequence[float] | None = None,
 ) -> None:
     """Only ``collision`` geoms and the floor collide; every other geom is visual. A floor is added if missing.
 
-    Collision geoms get condim 1 and priority 0, or ``foot_condim``, priority 1 and ``foot_friction`` (its
-    first components) for the ``foot`` ones; ``solref`` on all of them when given.
+    ``collision`` and ``foot`` are regular expressions matched from the start of a geom's name. Collision geoms
+    get condim 1 and priority 0, or ``foot_condim``, priority 1 and ``foot_friction`` (its first components)
+    for the ``foot`` ones; ``solref`` on all of them when given.
     """
     for geom in spec.geoms:
         if geom.name == "floor" and own_floor:
             geom.contype, geom.conaffinity = 1, 1  # the model's own ground: kept as it is, made to collide
-        elif collision.match(geom.name or ""):
+        elif re.match(collision, geom.name or ""):
             geom.contype, geom.conaffinity = 1, 1
             if solref is not None:
                 geom.solref[:] = solref
-            is_foot = bool(foot.match(geom.name))
+            is_foot = bool(re.match(foot, geom.name))
             geom.condim, geom.priority = (foot_condim, 1) if is_foot else (1, 0)
             if is_foot:
                 geom.friction[: len(foot_friction)] = foot_friction
