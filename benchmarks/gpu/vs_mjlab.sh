@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A flat velocity task (ROBOT=go1 or g1): this library against mjlab on the same GPU, both model variants,
+# A flat velocity task (ROBOT=go1 or g1) or G1 motion tracking (ROBOT=g1-tracking, both sides on one clip): this library against mjlab on the same GPU, both model variants,
 # 512 / 4096 / 16384 envs. On the GPU machine, from the repository root, with warp, mujoco-warp and gymnasium
 # installed for python3 and mjlab (with its own mujoco-warp) on MJ_PYTHONPATH:
 #   OUT=/some/dir ROBOT=g1 bash benchmarks/gpu/vs_mjlab.sh
@@ -12,10 +12,15 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOT=${ROBOT:-go1}
+MOTION=${MOTION:-}  # g1-tracking: the clip both sides track (default: the library's shipped G1 clip)
 case $ROBOT in
-  go1) ENV_ID=${ENV_ID:-gym_graphreset/Go1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 ;;
-  g1) ENV_ID=${ENV_ID:-gym_graphreset/G1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 ;;
-  *) echo "ROBOT must be go1 or g1, got $ROBOT" >&2; exit 2 ;;
+  go1) ENV_ID=${ENV_ID:-gym_graphreset/Go1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
+  g1) ENV_ID=${ENV_ID:-gym_graphreset/G1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 MODEL=g1 ;;
+  g1-tracking)
+    ENV_ID=${ENV_ID:-gym_graphreset/G1-Tracking-Flat-v0} PEER_TASK=Mjlab-Tracking-Flat-Unitree-G1 MODEL=g1
+    MOTION=$(realpath "${MOTION:-gym_graphreset/envs/g1/assets/motions/g1_sway.npz}")
+    ;;
+  *) echo "ROBOT must be go1, g1 or g1-tracking, got $ROBOT" >&2; exit 2 ;;
 esac
 SENSORS=${SENSORS:-0}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
@@ -33,7 +38,7 @@ SPECS=${SPECS:-4096:60:40 512:40:30 16384:70:60}
 # which model variants of ours run: "all", or "mjlab" for the model file of mjlab alone (the same-model headline)
 VARIANTS=${VARIANTS:-all}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}. PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
-export MJ_PYTHON MJ_PYTHONPATH MJ_DEVICE STEPS WARMUP PHYSICS_STATES PEER_TASK
+export MJ_PYTHON MJ_PYTHONPATH MJ_DEVICE STEPS WARMUP PHYSICS_STATES PEER_TASK MOTION
 LOG="$OUT/${ROBOT}_vs_mjlab.log"
 mkdir -p "$OUT" "$WORK"
 : >"$LOG"
@@ -46,11 +51,12 @@ left() {  # seconds this step may take: its cap, cut to the budget left (20 s ke
 # the model file of mjlab (found without importing mjlab, which would load its mujoco here)
 XML=$(PYTHONPATH=$MJ_PYTHONPATH "$MJ_PYTHON" -c 'import importlib.util as u, pathlib as p, sys
 s = u.find_spec("mjlab"); r = sys.argv[1]
-print(p.Path(s.origin).parent / f"asset_zoo/robots/unitree_{r}/xmls/{r}.xml" if s else "")' "$ROBOT")
+print(p.Path(s.origin).parent / f"asset_zoo/robots/unitree_{r}/xmls/{r}.xml" if s else "")' "$MODEL")
 variants=("ours-mjcf")
 if [[ -n "$XML" && -f "$XML" ]]; then
   same="mjlab-$ROBOT:model_xml=$XML"
   ((SENSORS)) && same="$same,keep_sensors=true"
+  [[ -n $MOTION ]] && same="$same,motion_file=$MOTION"
   variants+=("$same")
   [[ $VARIANTS == mjlab ]] && variants=("$same")
   peer=1
@@ -70,7 +76,7 @@ for v in "${variants[@]}"; do
 done
 if ((peer)); then
   PYTHONPATH=$MJ_PYTHONPATH timeout 150 "$MJ_PYTHON" gym_graphreset/bench/peers/mjlab_runner.py --num-envs 64 --steps 2 \
-    --warmup 2 --device "$MJ_DEVICE" --task "$PEER_TASK" >"$WORK/prewarm-mjlab.log" 2>&1
+    --warmup 2 --device "$MJ_DEVICE" --task "$PEER_TASK" ${MOTION:+--motion-file "$MOTION"} >"$WORK/prewarm-mjlab.log" 2>&1
   log "mjlab prewarm: exit status $? ($(tail -1 "$WORK/prewarm-mjlab.log" | cut -c1-160))"
 fi
 for p in "${pids[@]}"; do
@@ -88,6 +94,7 @@ n, limit, path = int(sys.argv[1]), float(sys.argv[2]), Path(sys.argv[3])
 config = PeerConfig(
     python=os.environ["MJ_PYTHON"], pythonpath=os.environ["MJ_PYTHONPATH"], device=os.environ["MJ_DEVICE"],
     timeout_s=limit, physics_states=os.environ["PHYSICS_STATES"], task=os.environ["PEER_TASK"],
+    motion_file=os.environ.get("MOTION") or None,
 )
 result = run_peer(config, n, steps=int(os.environ["STEPS"]), warmup=int(os.environ["WARMUP"]))
 if isinstance(result, ModeResult):

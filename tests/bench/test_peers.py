@@ -49,7 +49,8 @@ record = {"peer": "mjlab", "task": args.get("--task", "Mjlab-Velocity-Flat-Unitr
           "device": args["--device"], "steps": int(args["--steps"]), "warmup": int(args["--warmup"]),
           "ms_per_step": 50.0, "physics_ms": 8.0, "host_syncs_per_step": 65.0, "env_steps_per_s": n / 0.05,
           "peak_gpu_mem_mb": None, "model_xml": os.environ.get("FAKE_MODEL_XML"),
-          "pythonpath": os.environ.get("PYTHONPATH"), "physics_states": args.get("--physics-states")}
+          "pythonpath": os.environ.get("PYTHONPATH"), "physics_states": args.get("--physics-states"),
+          "motion_file": args.get("--motion-file")}
 if mode == "partial":
     del record["physics_ms"]
 record.update(json.loads(os.environ.get("FAKE_PATCH", "{}")))
@@ -132,6 +133,7 @@ def test_run_peer_parses_the_runner_line(
         device="cpu",
         timeout_s=20,
         physics_states="free",
+        motion_file="/clips/walk.npz",
     )
     result = run_peer(cfg, 256, steps=7, warmup=3, runner=fake_runner)
     assert isinstance(result, ModeResult)
@@ -139,6 +141,7 @@ def test_run_peer_parses_the_runner_line(
     assert result.env_steps_per_s == pytest.approx(256 / 0.05) and result.host_syncs_per_step == 65.0
     assert result.extra["physics_ms"] == 8.0 and result.extra["warmup"] == 3 and result.extra["engine"] == "mjlab"
     assert result.extra["pythonpath"] == "/peer/site" and result.extra["physics_states"] == "free"
+    assert result.extra["motion_file"] == "/clips/walk.npz"
 
 
 @pytest.mark.parametrize(
@@ -240,6 +243,7 @@ def test_runner_validates_arguments(argv: list[str], message: str, capsys: pytes
 def fake_mjlab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     """A stand-in ``mjlab`` package in ``sys.modules``; returns the log of env steps and physics substeps."""
     log: list[str] = []
+    configs: list[Any] = []
 
     class Env:
         def __init__(self, cfg: Any, device: str) -> None:
@@ -253,7 +257,10 @@ def fake_mjlab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
             log.append("env")
 
     def load_env_cfg(task: str) -> Any:
-        return SimpleNamespace(scene=SimpleNamespace(num_envs=0), seed=None, decimation=2)
+        commands = {"motion": SimpleNamespace(motion_file="")} if "Tracking" in task else {}
+        cfg = SimpleNamespace(scene=SimpleNamespace(num_envs=0), seed=None, decimation=2, commands=commands)
+        configs.append(cfg)
+        return cfg
 
     modules = {
         "mjlab": SimpleNamespace(__file__=str(tmp_path / "mjlab" / "__init__.py")),
@@ -263,6 +270,7 @@ def fake_mjlab(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     }
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr(Env, "configs", configs, raising=False)  # the cfgs built, for the motion-file test
     return log
 
 
@@ -276,6 +284,29 @@ def test_runner_times_physics_on_the_states_asked_for(fake_mjlab: list[str], sta
     assert fake_mjlab[: len(head)] == head
     block = ["env", "sim", "sim"] if states == "step" else ["sim", "sim"]  # decimation 2
     assert fake_mjlab[len(head) :] == block * (1 + 3)  # the physics' warm-up block, then the timed ones
+
+
+def test_runner_sets_the_clip_of_a_tracking_task(fake_mjlab: list[str], tmp_path: Path) -> None:
+    """``--motion-file`` lands in the task's motion command (resolved); refused by a task without one; required
+    by a tracking task."""
+    runner = _load_by_path(runner_path("mjlab"), "mjlab_runner_under_test")
+    clip = tmp_path / "clip.npz"
+    clip.touch()
+    record = runner.measure("Mjlab-Tracking-Flat-Unitree-G1", 2, 1, 0, "cpu", 0, "free", motion_file=str(clip))
+    configs = sys.modules["mjlab.envs"].ManagerBasedRlEnv.configs
+    assert configs[-1].commands["motion"].motion_file == str(clip.resolve())
+    assert record["motion_file"] == str(clip)
+    with pytest.raises(ValueError, match="no motion command"):
+        runner.measure("Mjlab-Velocity-Flat-Unitree-G1", 2, 1, 0, "cpu", 0, motion_file=str(clip))
+    with pytest.raises(ValueError, match="give --motion-file"):
+        runner.measure("Mjlab-Tracking-Flat-Unitree-G1", 2, 1, 0, "cpu", 0)
+
+
+def test_runner_refuses_a_missing_clip(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    runner = _load_by_path(runner_path("mjlab"), "mjlab_runner_under_test")
+    with pytest.raises(SystemExit) as exit_info:
+        runner.main(["--num-envs", "4", "--motion-file", str(tmp_path / "none.npz")])
+    assert exit_info.value.code == 2 and "--motion-file: no such file" in capsys.readouterr().err
 
 
 def _result(mode: str, env_id: str, n: int, ms: float, **extra: Any) -> ModeResult:
@@ -447,13 +478,13 @@ def test_gpu_scripts_are_valid_bash(name: str) -> None:
 
 
 def test_vs_mjlab_refuses_an_unknown_robot(tmp_path: Path) -> None:
-    """``ROBOT`` other than go1 / g1 stops before any work, naming the accepted values."""
+    """``ROBOT`` other than go1 / g1 / g1-tracking stops before any work, naming the accepted values."""
     import subprocess
 
     script = ROOT / "benchmarks" / "gpu" / "vs_mjlab.sh"
     env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOT": "h1"}
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
-    assert done.returncode == 2 and "ROBOT must be go1 or g1, got h1" in done.stderr
+    assert done.returncode == 2 and "ROBOT must be go1, g1 or g1-tracking, got h1" in done.stderr
 
 
 def test_unbounded_actions_sampled_like_the_peer() -> None:

@@ -58,6 +58,8 @@ class PeerConfig:
     timeout_s: float = 300.0
     physics_states: PhysicsStates = "step"
     """The states its own physics is timed on (as :func:`gym_graphreset.bench.runner.measure_bare_physics`)."""
+    motion_file: str | None = None
+    """The clip a tracking task's motion command reads (mjlab's ``npz``; ``None`` for other tasks)."""
 
     def __post_init__(self) -> None:
         if self.name not in PEERS:
@@ -213,6 +215,7 @@ def run_peer(
     cmd = [config.python, str(script), "--num-envs", str(num_envs), "--steps", str(steps), "--warmup", str(warmup)]
     cmd += ["--device", config.device, "--physics-states", config.physics_states]
     cmd += ["--task", config.task] if config.task else []
+    cmd += ["--motion-file", config.motion_file] if config.motion_file else []
     env = dict(os.environ) | {"PYTHONUNBUFFERED": "1"}
     env.setdefault("MUJOCO_GL", "disable")
     if config.pythonpath is not None:

@@ -18,8 +18,11 @@ What it measures, on ``--num-envs`` envs driven by uniform random actions in [-1
 Exit status: 0 with a result line; 3 with an ``{"error": "missing"}`` line when mjlab (or torch) cannot be
 imported; 2 on bad arguments.
 
+A tracking task (``Mjlab-Tracking-Flat-Unitree-G1``) needs ``--motion-file``: a clip in mjlab's ``npz`` format
+(the one ``gym_graphreset``'s ``G1-Tracking-Flat-v0`` reads, so both sides track the same clip).
+
 Usage: ``python mjlab_runner.py --num-envs 4096 --steps 100 --warmup 20 [--task ...] [--device cuda:0]
-[--physics-states step|free]``
+[--physics-states step|free] [--motion-file clip.npz]``
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
         default="step",
         help="states its physics is timed on: those its step leaves, or free-running (default: step)",
     )
+    parser.add_argument(
+        "--motion-file", default=None, help="the clip (mjlab's npz) of a tracking task's motion command"
+    )
     return parser
 
 
@@ -88,9 +94,20 @@ def _count_sync_warnings(torch: Any, fn: Any) -> int:
 
 
 def measure(
-    task: str, num_envs: int, steps: int, warmup: int, device: str, seed: int, physics_states: str = "step"
+    task: str,
+    num_envs: int,
+    steps: int,
+    warmup: int,
+    device: str,
+    seed: int,
+    physics_states: str = "step",
+    motion_file: str | None = None,
 ) -> dict[str, Any]:
-    """Build ``task`` at ``num_envs`` and time its step, its bare physics and its host syncs."""
+    """Build ``task`` at ``num_envs`` and time its step, its bare physics and its host syncs.
+
+    ``motion_file`` sets the clip of the task's ``motion`` command (a tracking task); a task without one
+    refuses it, and a tracking task needs it.
+    """
     import mjlab.tasks
     import torch
     from mjlab.envs import ManagerBasedRlEnv
@@ -103,6 +120,13 @@ def measure(
             torch.cuda.synchronize(device)
 
     cfg = load_env_cfg(task)
+    motion = cfg.commands.get("motion") if isinstance(cfg.commands, dict) else None
+    if motion_file is not None:
+        if motion is None:
+            raise ValueError(f"--motion-file given, but {task} has no motion command (a tracking task has one)")
+        motion.motion_file = str(Path(motion_file).resolve())
+    elif motion is not None and not getattr(motion, "motion_file", ""):
+        raise ValueError(f"{task} tracks a clip: give --motion-file (an npz in mjlab's format)")
     cfg.scene.num_envs = num_envs
     cfg.seed = seed
     built = time.perf_counter()
@@ -178,6 +202,7 @@ def measure(
         "peak_gpu_mem_mb": peak,
         "build_s": build_s,
         "model_xml": str(model_xml) if model_xml is not None and model_xml.exists() else None,
+        "motion_file": motion_file,
         "versions": _versions(torch),
     }
 
@@ -193,13 +218,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         if value < low:
             parser.error(f"{name} must be >= {low}, got {value}")
+    if args.motion_file is not None and not Path(args.motion_file).is_file():
+        parser.error(f"--motion-file: no such file {args.motion_file!r} (a clip in mjlab's npz format)")
     try:
         import mjlab  # noqa: F401
         import torch  # noqa: F401
     except ImportError as exc:
         _emit({"error": "missing", "detail": f"{type(exc).__name__}: {exc}", "python": sys.executable})
         return EXIT_MISSING
-    _emit(measure(args.task, args.num_envs, args.steps, args.warmup, args.device, args.seed, args.physics_states))
+    record = measure(
+        args.task, args.num_envs, args.steps, args.warmup, args.device, args.seed, args.physics_states, args.motion_file
+    )
+    _emit(record)
     return 0
 
 
