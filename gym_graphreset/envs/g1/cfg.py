@@ -117,7 +117,12 @@ def g1_velocity_flat_cfg(model_xml: str | Path | None = None, *, keep_sensors: b
     }
     for name, term in humanoid.items():
         cfg = cfg.with_term("rewards", name, term)
-    return cfg
+    return cfg.with_term("sensors", SELF_COLLISION_SENSOR, self_collision_sensor(cfg.decimation))
+
+
+def self_collision_sensor(decimation: int) -> mdp.ContactSensorCfg:
+    """The self-collision sensor, its force kept for every substep (mjlab's ``history_length``)."""
+    return mdp.ContactSensorCfg((SELF_COLLISION_SENSOR,), history_length=decimation)
 
 
 REWARD_NAMES = tuple(n for n, t in g1_velocity_flat_cfg().rewards.items() if t.weight != 0.0)

@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from gym_graphreset.envs.g1.cfg import TORSO
+from gym_graphreset.envs.g1.cfg import TORSO, self_collision_sensor
 from gym_graphreset.envs.g1.clip import G1_CLIP
 from gym_graphreset.envs.g1.model import (
     ACTION_SCALE,
@@ -157,6 +157,7 @@ def g1_tracking_flat_cfg(
                 joint_position_range=(-0.1, 0.1),
             )
         },
+        sensors={SELF_COLLISION_SENSOR: self_collision_sensor(decimation=4)},
         default_joint_pos={j: DEFAULT_JOINT_POS.get(j, 0.0) for j in JOINT_NAMES},
         soft_joint_limit_factor=0.9,
         base_body="pelvis",

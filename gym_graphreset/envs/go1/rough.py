@@ -15,12 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
 from gym_graphreset.envs.go1.model import LEGS, build_go1_xml
 from gym_graphreset.tasks import mdp
-from gym_graphreset.tasks.binding import NON_NEGATIVE, accepts
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.mdp.terminations import illegal_contact
 from gym_graphreset.tasks.terms import (
@@ -36,7 +33,7 @@ from gym_graphreset.tasks.terrain import (
 from gym_graphreset.tasks.velocity import on_rough_terrain, robot_on_terrain
 from gym_graphreset.tasks.velocity_env import RoughVelocityEnv
 
-__all__ = ["GO1_ROUGH_TERRAIN", "Go1VelocityRoughEnv", "contact_cost", "go1_rough_xml", "go1_velocity_rough_cfg"]
+__all__ = ["GO1_ROUGH_TERRAIN", "Go1VelocityRoughEnv", "go1_rough_xml", "go1_velocity_rough_cfg"]
 
 GO1_ROUGH_TERRAIN = replace(ROUGH_TERRAINS_CFG, geom_group=1)
 """mjlab's rough grid, in geom group 1: visible, and used by neither Go1 model (mjlab's meshes are group 2)."""
@@ -80,12 +77,6 @@ def contact_geoms(names: list[str], pattern: str) -> list[str]:
     return [n for n in names if regex.fullmatch(n)]
 
 
-@accepts(force_threshold=NON_NEGATIVE)
-def contact_cost(env: Any, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
-    """Mjlab's ``self_collision_cost`` on this step's contacts: 1.0 where any net force exceeds the threshold."""
-    return illegal_contact(env, sensor_name, force_threshold).float()
-
-
 def go1_velocity_rough_cfg(
     model_xml: str | Path | None = None, *, keep_sensors: bool = False, terrain: TerrainGeneratorCfg = GO1_ROUGH_TERRAIN
 ) -> TaskCfg:
@@ -96,9 +87,12 @@ def go1_velocity_rough_cfg(
         raise ValueError(f"`terrain` must be a TerrainGeneratorCfg, got {type(terrain).__name__}")
     flat = go1_velocity_flat_cfg(model_xml, keep_sensors=keep_sensors)
     names = [g.name for g in mujoco.MjSpec.from_string(build_go1_xml(model_xml, keep_sensors=keep_sensors)).geoms]
+    h = flat.decimation  # mjlab keeps each collision sensor's force for every substep (history_length)
     contacts = {
-        g: mdp.ContactSensorCfg(tuple(f"{g}/{n}" for n in contact_geoms(names, p))) for g, p in CONTACT_GROUPS.items()
+        g: mdp.ContactSensorCfg(tuple(f"{g}/{n}" for n in contact_geoms(names, p)), history_length=h)
+        for g, p in CONTACT_GROUPS.items()
     }
+    contacts["self_collision"] = mdp.ContactSensorCfg(("self_collision",), history_length=h)
     collision = {"self_collisions": "self_collision", "shank_collision": "shank_ground_touch"}
     collision["trunk_head_collision"] = "trunk_ground_touch"
     rough = on_rough_terrain(
@@ -112,14 +106,14 @@ def go1_velocity_rough_cfg(
         rough,
         rewards={
             **rough.rewards,
-            **{k: RewardTerm(contact_cost, -0.1, {"sensor_name": s}) for k, s in collision.items()},
+            **{k: RewardTerm(mdp.self_collision_cost, -0.1, {"sensor_name": s}) for k, s in collision.items()},
         },
         terminations={  # Go1's rough config ends on a thigh touching the ground instead of a fall
             "time_out": rough.terminations["time_out"],
             "out_of_terrain_bounds": rough.terminations["out_of_terrain_bounds"],
             "illegal_contact": TerminationTerm(illegal_contact, {"sensor_name": "thigh_ground_touch"}),
         },
-        sensors={**rough.sensors, **contacts, "self_collision": mdp.ContactSensorCfg(("self_collision",))},
+        sensors={**rough.sensors, **contacts},
         njmax=1500,
         nconmax=35,
     )

@@ -1,14 +1,15 @@
 """The construction and plumbing of :class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv`, kept apart.
 
-Its base class (private) loads and edits the model, puts it on the device, allocates the torch views and
-per-world state, makes the action and observation spaces, draws one world's frame and refuses copying.
+Its base class (private) loads and edits the model, puts it on the device, allocates the torch views,
+per-world state and substep records of sensor columns, makes the action and observation spaces, draws one
+world's frame and refuses copying.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, SupportsIndex
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex
 
 import numpy as np
 import torch
@@ -20,6 +21,9 @@ from gym_graphreset.core.rng import EpisodeKeys, bits_to_normal, bits_to_uniform
 from gym_graphreset.envs.mjwarp.checks import WorldChecks
 from gym_graphreset.envs.mjwarp.frames import WorldRenderer
 from gym_graphreset.envs.mjwarp.runtime import WarpRuntime
+
+if TYPE_CHECKING:
+    from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
 
 
 def default_device() -> torch.device:
@@ -95,6 +99,8 @@ class _MJWarpEnvBase(VectorEnv):
         self.checks = WorldChecks(self.overflow)
         self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        self.substep_records: list[SubstepRecord] = []
+        self._physics_started = False
 
     def _make_action_space(self) -> None:
         """The action space from the actuators' control ranges (``_setup_task`` may replace it)."""

@@ -115,6 +115,8 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
         reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
             :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
         runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
+        substep_records: The :class:`~gym_graphreset.envs.mjwarp.substeps.SubstepRecord` of every
+            :meth:`record_substeps` call, written after each physics substep.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": ["rgb_array"]}
@@ -266,8 +268,11 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
             return
         import mujoco_warp as mjw
 
-        for _ in range(self.frame_skip):
+        self._physics_started = True
+        for k in range(self.frame_skip):
             mjw.step(self.m, self.d)
+            for record in self.substep_records:
+                record.record(self.d, k)
         if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
             mjw.rne_postconstraint(self.m, self.d)
 
@@ -281,6 +286,31 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
             if actions is not None:
                 self.ctrl.copy_(actions)
             self.runtime.run("physics", self._physics_body)
+
+    def record_substeps(self, cols: Sequence[int]) -> torch.Tensor:
+        """A ``(num_envs, frame_skip, len(cols))`` view: ``sensordata[:, cols]`` after each substep of the last step.
+
+        Ask while building (in :meth:`_setup_task` or a sensor's ``build``): the physics is captured at its
+        first run, so columns asked for later would never be recorded, and are refused.
+
+        Raises:
+            RuntimeError: the physics has run already.
+            ValueError: ``cols`` empty, or a column not in ``[0, nsensordata)``.
+        """
+        from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
+
+        if self._physics_started:
+            raise RuntimeError("record_substeps: the physics has run already; ask while building the env")
+        cols = [int(c) for c in cols]
+        bad = [c for c in cols if not 0 <= c < self.mjm.nsensordata]
+        if not cols or bad:
+            raise ValueError(
+                f"record_substeps: `cols` must be a non-empty sequence of sensordata columns in "
+                f"[0, {self.mjm.nsensordata}), got {cols!r}"
+            )
+        record = SubstepRecord(self.d, cols, self.frame_skip, self.wp_device)
+        self.substep_records.append(record)
+        return record.values
 
     refresh: str = "com"
     """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""

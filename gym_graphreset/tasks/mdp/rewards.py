@@ -15,6 +15,7 @@ import torch
 from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp import observations as O
+from gym_graphreset.tasks.mdp.terminations import contact_forces
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -84,14 +85,14 @@ def angular_momentum_l2(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
 
 
 @accepts(force_threshold=NON_NEGATIVE)
-def self_collision_cost(env: ManagerBasedEnv, sensor_name: str, force_threshold: float) -> torch.Tensor:
-    """1 where a self-contact sensor (found, force of its first contact) reports a contact over ``force_threshold``.
+def self_collision_cost(env: ManagerBasedEnv, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
+    """The substeps in which a contact of ``sensor_name`` pushes harder than ``force_threshold`` [N] (mjlab's).
 
-    Read at the step's last substep (mjlab keeps the step's substeps and counts those over the threshold).
+    ``sensor_name`` names a ``ContactSensorCfg`` of the task. Counted over the sensor's ``history_length``
+    substeps (0 to ``history_length``); a sensor without history counts its last substep alone (0 or 1).
     """
-    data = O.builtin_sensor(env, sensor_name)
-    hit = (data[:, 0] > 0) & (data[:, 1:4].norm(dim=1) > force_threshold)
-    return hit.float()
+    force = contact_forces(env, sensor_name, "self_collision_cost")  # (n, k, h, 3)
+    return (torch.linalg.vector_norm(force, dim=-1) > force_threshold).any(dim=1).sum(dim=1).float()
 
 
 def joint_pos_limits(env: ManagerBasedEnv) -> torch.Tensor:

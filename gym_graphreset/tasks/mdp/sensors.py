@@ -2,7 +2,8 @@
 
 :class:`ContactSensorCfg` reads MuJoCo ``contact`` sensors (data ``found`` and ``force``, as the model
 declares them) and keeps the contact bookkeeping that legged rewards need: contact flags, net forces, air
-and contact times, and which feet touched down this step (mjlab's ``ContactSensor`` with air time).
+and contact times, which feet touched down this step (mjlab's ``ContactSensor`` with air time), and, with
+``history_length``, the force after each of the step's substeps (recorded on the device by the physics).
 """
 
 from __future__ import annotations
@@ -20,9 +21,22 @@ __all__ = ["ContactSensor", "ContactSensorCfg"]
 
 @dataclass(frozen=True)
 class ContactSensorCfg:
-    """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and the net force (3)."""
+    """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and the net force (3).
+
+    Attributes:
+        sensor_names: The MuJoCo ``contact`` sensors, in order.
+        history_length: Substeps of force kept as ``force_history``: the step's last ``history_length``
+            (at most the task's ``decimation``; mjlab's ``history_length``, which its collision terms read so
+            that a contact opening and closing within one step counts). ``0``: none kept.
+    """
 
     sensor_names: tuple[str, ...]
+    history_length: int = 0
+
+    def __post_init__(self) -> None:
+        h = self.history_length
+        if isinstance(h, bool) or not isinstance(h, int) or h < 0:
+            raise ValueError(f"ContactSensorCfg: `history_length` must be an int >= 0, got {h!r}")
 
     def build(self, env: ManagerBasedEnv) -> ContactSensor:
         """The sensor's state for ``env``."""
@@ -37,6 +51,8 @@ class ContactSensor:
         force: ``(n, k, 3)`` net contact force.
         air_time, contact_time: ``(n, k)`` seconds since the last touch-down / lift-off.
         first_contact: ``(n, k)`` 1.0 where the body touched down this step.
+        force_history: ``(n, k, history_length, 3)`` the net force after each of the step's last
+            ``history_length`` substeps, oldest first (``None`` without ``history_length``).
     """
 
     def __init__(self, cfg: ContactSensorCfg, env: ManagerBasedEnv) -> None:
@@ -61,6 +77,16 @@ class ContactSensor:
         z = lambda *s: torch.zeros(n, *s, device=device)  # noqa: E731
         self.in_contact, self.force = z(self.k), z(self.k, 3)
         self.air_time, self.contact_time, self.first_contact = z(self.k), z(self.k), z(self.k)
+        self.history_length = cfg.history_length
+        self.force_history: torch.Tensor | None = None
+        if cfg.history_length:
+            if cfg.history_length > env.frame_skip:
+                raise ValueError(
+                    f"ContactSensorCfg: `history_length` {cfg.history_length} exceeds the task's decimation "
+                    f"{env.frame_skip} (a step's substeps)"
+                )
+            self._substeps = env.record_substeps(cols)  # (n, decimation, 4k), filled by the physics
+            self.force_history = z(self.k, cfg.history_length, 3)
 
     def update(self) -> None:
         """Read this step's contacts; count air and contact time."""
@@ -72,6 +98,10 @@ class ContactSensor:
         self.air_time.copy_(torch.where(touching, 0.0, self.air_time + env.step_dt))
         self.contact_time.copy_(torch.where(touching, self.contact_time + env.step_dt, 0.0))
         self.first_contact.copy_((touching & (self.contact_time < env.step_dt + 1e-6)).float())
+        if self.force_history is not None:
+            h = self.history_length
+            substeps = self._substeps[:, -h:].reshape(env.num_envs, h, self.k, 4)
+            self.force_history.copy_(substeps[..., 1:4].transpose(1, 2))
 
     def reset(self, rows: torch.Tensor) -> None:
         """Clear the rows of ``rows``."""
@@ -79,3 +109,5 @@ class ContactSensor:
         for buf in (self.air_time, self.contact_time, self.in_contact, self.first_contact):
             buf.copy_(torch.where(m1, 0.0, buf))
         self.force.copy_(torch.where(rows.view(-1, 1, 1), 0.0, self.force))
+        if self.force_history is not None:
+            self.force_history.copy_(torch.where(rows.view(-1, 1, 1, 1), 0.0, self.force_history))

@@ -38,12 +38,19 @@ def root_height_below(env: ManagerBasedEnv, minimum_height: float) -> torch.Tens
 def illegal_contact(env: ManagerBasedEnv, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
     """Any contact of sensor ``sensor_name`` (a ``ContactSensorCfg``) pushes harder than ``force_threshold`` [N].
 
-    mjlab reads the force of each of the step's substeps; this reads the step's last substep.
+    With the sensor's ``history_length`` (as mjlab declares it) any of those substeps counts; without, the
+    step's last substep.
     """
+    force = contact_forces(env, sensor_name, "illegal_contact")
+    return (torch.linalg.vector_norm(force, dim=-1) > force_threshold).flatten(1).any(dim=1)
+
+
+def contact_forces(env: ManagerBasedEnv, sensor_name: str, where: str) -> torch.Tensor:
+    """A ``ContactSensor``'s forces, ``(n, k, h, 3)``: its ``force_history``, or its last force (``h = 1``)."""
     sensor = env.sensors[sensor_name]
     if not isinstance(sensor, ContactSensor):
-        raise TypeError(f"illegal_contact: sensor {sensor_name!r} is a {type(sensor).__name__}, not a ContactSensor")
-    return (torch.linalg.vector_norm(sensor.force, dim=-1) > force_threshold).any(dim=1)
+        raise TypeError(f"{where}: sensor {sensor_name!r} is a {type(sensor).__name__}, not a ContactSensor")
+    return sensor.force.unsqueeze(2) if sensor.force_history is None else sensor.force_history
 
 
 @accepts(margin=NON_NEGATIVE)

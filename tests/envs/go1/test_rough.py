@@ -16,11 +16,11 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, Step
 from gym_graphreset.envs.go1.rough import (
     GO1_ROUGH_TERRAIN,
     Go1VelocityRoughEnv,
-    contact_cost,
     go1_rough_xml,
     go1_velocity_rough_cfg,
 )
 from gym_graphreset.tasks import RewardTerm, TaskCfg
+from gym_graphreset.tasks.mdp.rewards import self_collision_cost
 from gym_graphreset.tasks.mdp.terminations import illegal_contact, out_of_terrain_bounds
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
 from tests.conftest import MODES, needs_cuda
@@ -113,16 +113,21 @@ def test_terrain_curriculum_moves_levels_at_reset() -> None:
 
 
 def test_rough_terminations_and_contact_cost() -> None:
-    """Out of the grid (3 x 8 m + 1 m border, less 0.3 m) truncates; a thigh force over 10 N terminates."""
+    """Out of the grid (3 x 8 m + 1 m border, less 0.3 m) truncates; a thigh force over 10 N at any substep
+    terminates; the collision cost counts the substeps."""
     env = Go1VelocityRoughEnv(N, device="cpu", terrain=SMALL)
     env.reset(seed=0)
     qpos, qvel = env.state()
     qpos[0, 0], qpos[1, 1] = 12.0, -29.0  # x limit 12.7, y limit 28.7
     env.set_state(qpos, qvel)
     assert out_of_terrain_bounds(env).tolist() == [False, True, False, False]
-    env.sensors["thigh_ground_touch"].force[2, 1] = torch.tensor([0.0, 0.0, 11.0])
+    thighs = env.sensors["thigh_ground_touch"]
+    assert thighs.force_history is not None and thighs.force_history.shape[2] == 4  # mjlab's history_length
+    thighs.force_history[2, 1, 0] = torch.tensor([0.0, 0.0, 11.0])  # the step's first substep only
     assert illegal_contact(env, "thigh_ground_touch").tolist() == [False, False, True, False]
-    assert contact_cost(env, "thigh_ground_touch", force_threshold=20.0).tolist() == [0.0] * N
+    thighs.force_history[2, 3, 2] = torch.tensor([12.0, 0.0, 0.0])  # another thigh, the third substep
+    assert self_collision_cost(env, "thigh_ground_touch").tolist() == [0.0, 0.0, 2.0, 0.0]  # substeps counted
+    assert self_collision_cost(env, "thigh_ground_touch", force_threshold=20.0).tolist() == [0.0] * N
 
 
 def test_bad_config_is_refused_by_name() -> None:
@@ -131,8 +136,8 @@ def test_bad_config_is_refused_by_name() -> None:
         go1_velocity_rough_cfg(terrain={})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("in the terrain's geom group 0")):
         go1_rough_xml(terrain=replace(SMALL, geom_group=0))  # this package's Go1 geoms are group 0
-    with pytest.raises(ValueError, match="contact_cost.*`force_threshold`.*-1"):
-        RewardTerm(contact_cost, -0.1, {"sensor_name": "self_collision", "force_threshold": -1.0})
+    with pytest.raises(ValueError, match="self_collision_cost.*`force_threshold`.*-1"):
+        RewardTerm(self_collision_cost, -0.1, {"sensor_name": "self_collision", "force_threshold": -1.0})
     with pytest.raises(ValueError, match="not both"):
         Go1VelocityRoughEnv(1, cfg=BUSY, terrain=SMALL, device="cpu")
 

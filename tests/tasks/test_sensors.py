@@ -1,0 +1,88 @@
+"""Contact sensors with a substep history (``ContactSensorCfg.history_length``): what the physics records after
+each substep is what a task stepped one substep at a time reads; bad settings are refused by name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+import torch
+
+pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
+
+from gym_graphreset.tasks import ManagerBasedEnv, TaskCfg, mdp, velocity_task
+from tests.tasks.test_layer import ROBOT
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+N, STEPS = 4, 8
+
+
+def _task(decimation: int, history_length: int) -> TaskCfg:
+    """The biped's velocity task without interval pushes (so that the two decimations see the same physics)."""
+    cfg = velocity_task(ROBOT)
+    feet = mdp.ContactSensorCfg(ROBOT.foot_contact_sensors, history_length=history_length)
+    events = {k: e for k, e in cfg.events.items() if e.mode != "interval"}
+    return replace(cfg, decimation=decimation, events=events).with_term("sensors", "feet_contact", feet)
+
+
+def test_history_holds_each_substep_s_force() -> None:
+    """A step of 4 substeps keeps the force after each; the same task at decimation 1, stepped 4 times with the
+    same action, reads those forces one by one (bit for bit on the CPU), and the sensor's ``force`` is the last."""
+    env = ManagerBasedEnv(_task(4, 4), N, device="cpu", max_episode_steps=100)
+    twin = ManagerBasedEnv(_task(1, 0), N, device="cpu", max_episode_steps=400)
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    assert torch.equal(env.qpos, twin.qpos)
+    gen = torch.Generator().manual_seed(0)
+    touched = 0.0
+    for _ in range(STEPS):
+        action = 0.3 * torch.randn(N, 2, generator=gen)
+        env.step(action)
+        feet = env.sensors["feet_contact"]
+        assert feet.force_history is not None and feet.force_history.shape == (N, 2, 4, 3)
+        for k in range(4):
+            twin.step(action)
+            assert torch.equal(feet.force_history[:, :, k], twin.sensors["feet_contact"].force), f"substep {k}"
+        assert torch.equal(feet.force_history[:, :, -1], feet.force)
+        touched = max(touched, float(feet.force_history.norm(dim=-1).max()))
+    assert touched > 1.0  # the feet reached the floor: the comparison saw contact forces
+
+
+def test_a_shorter_history_keeps_the_last_substeps_and_resets_clear_it() -> None:
+    env = ManagerBasedEnv(_task(4, 4), N, device="cpu", max_episode_steps=100)
+    short = ManagerBasedEnv(_task(4, 2), N, device="cpu", max_episode_steps=100)
+    for e in (env, short):
+        e.reset(seed=1)
+        for _ in range(STEPS):
+            e.step(torch.full((N, 2), 0.2))
+    full, last2 = env.sensors["feet_contact"].force_history, short.sensors["feet_contact"].force_history
+    assert full is not None and last2 is not None
+    assert torch.equal(last2, full[:, :, 2:])
+    short.reset(options={"reset_mask": torch.tensor([True, False, False, True])})
+    assert last2[[0, 3]].abs().sum() == 0 and torch.equal(last2[[1, 2]], full[[1, 2], :, 2:])
+
+
+@pytest.mark.parametrize(
+    ("history_length", "message"),
+    [(-1, "`history_length` must be an int >= 0, got -1"), (1.5, "`history_length` must be an int >= 0, got 1.5")],
+)
+def test_bad_history_length_is_refused(history_length: object, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        mdp.ContactSensorCfg(("left_contact",), history_length=history_length)  # type: ignore[arg-type]
+
+
+def test_history_longer_than_a_step_is_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("`history_length` 5 exceeds the task's decimation 4")):
+        ManagerBasedEnv(_task(4, 5), N, device="cpu", max_episode_steps=10)
+
+
+def test_record_substeps_is_refused_after_the_physics_ran() -> None:
+    """Columns asked for once the physics ran would never be recorded (its graph is captured then)."""
+    env = ManagerBasedEnv(_task(4, 0), N, device="cpu", max_episode_steps=10)
+    with pytest.raises(ValueError, match=re.escape(f"in [0, {env.mjm.nsensordata}), got [{env.mjm.nsensordata}]")):
+        env.record_substeps([env.mjm.nsensordata])
+    env.step(torch.zeros(N, 2))
+    with pytest.raises(RuntimeError, match="the physics has run already"):
+        env.record_substeps([0])
