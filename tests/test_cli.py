@@ -324,6 +324,35 @@ def test_play_records_a_motion_clip_of_a_task_layer_env(tmp_path: Path, capsys: 
     assert not none.exists()
 
 
+def test_play_a_checkpoint_whose_model_file_is_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A checkpoint trained on a model file that is not on this machine is refused, naming the file and
+    ``--model-xml``; with ``--model-xml`` it plays on the file given."""
+    import shutil
+
+    from gym_graphreset.envs.g1.model import G1_XML
+    from tests.conftest import load_example
+
+    elsewhere = tmp_path / "elsewhere" / "g1.xml"
+    elsewhere.parent.mkdir()
+    shutil.copytree(Path(G1_XML).parent, elsewhere.parent, dirs_exist_ok=True)  # the MJCF and its meshes
+    ppo = load_example("ppo_continuous")
+    argv = ["--env-id", "gym_graphreset/G1-Velocity-Flat-v0", "--num-envs", "2", "--num-steps", "2"]
+    argv += ["--total-timesteps", "4", "--update-epochs", "1", "--num-minibatches", "1", "--hidden-dims", "8"]
+    argv += ["--device", "cpu", "--out", str(tmp_path / "out"), "--model-xml", str(elsewhere)]
+    ppo.train(ppo.parse_args([*argv, "--save-dir", str(tmp_path / "ckpt")]))
+    ckpt = str(next((tmp_path / "ckpt").glob("*.pt")))
+    shutil.rmtree(elsewhere.parent)
+    play = ["play", ckpt, "--num-envs", "1", "--steps", "2", "--no-video", "--device", "cpu"]
+    assert main(play) == 2
+    assert f"was trained on the model file {str(elsewhere)!r}, which is not here: pass --model-xml" in (
+        capsys.readouterr().err
+    )
+    assert main([*play, "--model-xml", str(tmp_path / "none.xml")]) == 2
+    assert f"--model-xml {str(tmp_path / 'none.xml')!r} is not a file" in capsys.readouterr().err
+    assert main([*play, "--model-xml", str(G1_XML)]) == 0
+    assert "G1-Velocity-Flat-v0 x1, 2 steps of the deterministic policy" in capsys.readouterr().out
+
+
 def test_play_motion_refuses_an_env_off_the_task_layer(
     ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

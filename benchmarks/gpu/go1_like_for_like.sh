@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Go1 flat velocity training, like for like with mjlab 1.6 (issue 30, item 1): ONE run per invocation, so that
-# each fits one GPU command (<= 600 s). Both sides train on mjlab's go1.xml with mjlab's Go1 PPO config, with the
+# Flat velocity training (ROBOT=go1, default, or g1), like for like with mjlab 1.6: ONE run per invocation, so
+# that each fits one GPU command (<= 600 s). Both sides train on mjlab's model file (go1.xml / g1.xml) with mjlab's
+# PPO config for the robot, with the
 # same rsl-rl-lib (5.4.2, mjlab's pin: the mjlab kit and the trainers kit carry it), and log the same metric
 # (mjlab's Episode_Reward/track_linear_velocity: at each step with resets, the reset rows' mean of
 # episode_sum / episode_length_s; then the mean over the iteration's steps with resets).
@@ -9,11 +10,13 @@
 #   RUN=stock        rsl_rl PPO + OnPolicyRunner on this library (benchmarks/gpu/rsl_rl_go1.py): the headline row
 #   RUN=finalobs     ... with FinalObsPPO (time-outs bootstrapped from the true final observation)
 #   RUN=syncfree     ... with stock PPO and SyncFreeOnPolicyRunner (no host read per rollout step)
-#   RUN=ppo-example  examples/ppo_continuous.py --preset mjlab-go1 (this library's own PPO, captured update)
+#   RUN=ppo-example  examples/ppo_continuous.py --preset mjlab-<ROBOT> (this library's own PPO, captured update)
 # SEED (42; run >= 2 seeds per RUN where time allows), BUDGET_S (240: the training loop's wall-clock, the same
 # for every run), NUM_ENVS (4096), DEADLINE_S (570: this whole command, under the 600 s limit), MODEL_XML (default:
-# go1.xml from the staged mjlab kit), MJ_PYTHONPATH (/opt/mjkit/site:/opt/ggkit/site), TRAINERS_SITE
-# (/opt/trainers/site). Kernel compilation and graph capture happen before each training clock starts.
+# <ROBOT>.xml from the staged mjlab kit), MJ_PYTHONPATH (/opt/mjkit/site:/opt/ggkit/site), TRAINERS_SITE
+# (/opt/trainers/site), SAVE (1: this library's runs keep their final checkpoint under $OUT/<name>.ckpt/, for
+# `python -m gym_graphreset play` / `export` afterwards; 0: none). Kernel compilation and graph capture happen
+# before each training clock starts.
 #
 # The sequence of calls (one `run` each, back to back: a machine idle ~30 s is given back and a fresh one is
 # bare; ../shared/gpu/README.md). Here first, once: ../shared/gpu/make-kit && ../shared/gpu/make-mjlab-kit &&
@@ -31,8 +34,9 @@
 #      the plot script warns).
 #   5. here: copy each call's go1-l4l-<RUN>-s<SEED>.json into one folder (e.g. benchmarks/results/go1-like-for-like)
 #      and draw the figure: .venv/bin/python benchmarks/gpu/plot_like_for_like.py benchmarks/results/go1-like-for-like
-# What comes back under $OUT: go1-l4l-<RUN>-s<SEED>.{json,log} (the JSON rewritten after every iteration, so a
-# run cut short keeps its curve), and for ppo-example its own output folder go1-l4l-ppo-example-s<SEED>.d/.
+# What comes back under $OUT: <ROBOT>-l4l-<RUN>-s<SEED>.{json,log} (the JSON rewritten after every iteration, so
+# a run cut short keeps its curve), for ppo-example its own output folder <ROBOT>-l4l-ppo-example-s<SEED>.d/, and
+# with SAVE=1 the final checkpoint in <ROBOT>-l4l-<RUN>-s<SEED>.ckpt/ (the PPO example's: in its .d/ folder).
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 RUN=${RUN:?set RUN to one of: mjlab stock finalobs syncfree ppo-example}
@@ -41,10 +45,12 @@ BUDGET_S=${BUDGET_S:-240}
 NUM_ENVS=${NUM_ENVS:-4096}
 DEADLINE_S=${DEADLINE_S:-570}
 MODEL_XML=${MODEL_XML:-}
+ROBOT=${ROBOT:-go1}
+SAVE=${SAVE:-1}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 TRAINERS_SITE=${TRAINERS_SITE:-/opt/trainers/site}
-WORK=${WORK:-/tmp/go1_like_for_like}
-NAME="go1-l4l-$RUN-s$SEED"
+WORK=${WORK:-/tmp/${ROBOT}_like_for_like}
+NAME="$ROBOT-l4l-$RUN-s$SEED"
 JSON="$OUT/$NAME.json"
 LOG="$OUT/$NAME.log"
 export PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
@@ -58,6 +64,15 @@ case $RUN in
   mjlab | stock | finalobs | syncfree | ppo-example) ;;
   *) log "RUN must be one of: mjlab stock finalobs syncfree ppo-example, got '$RUN'"; exit 2 ;;
 esac
+case $ROBOT in
+  go1) PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 ;;
+  g1) PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 ENV_ID=gym_graphreset/G1-Velocity-Flat-v0 ;;
+  *) log "ROBOT must be go1 or g1, got '$ROBOT'"; exit 2 ;;
+esac
+case $SAVE in
+  0 | 1) ;;
+  *) log "SAVE must be 0 or 1, got '$SAVE'"; exit 2 ;;
+esac
 if ((BUDGET_S + 60 > DEADLINE_S)); then
   log "BUDGET_S=$BUDGET_S leaves no time for setup within DEADLINE_S=$DEADLINE_S (cold: ~150 s): lower it"
   exit 2
@@ -69,12 +84,13 @@ log "run $RUN, seed $SEED, budget $BUDGET_S s, $NUM_ENVS envs, deadline $DEADLIN
   --format=csv,noheader 2>/dev/null | head -1)"
 log "rsl-rl-lib: mjlab kit $(rsl_version "$MJ_PYTHONPATH"), trainers kit $(rsl_version "$TRAINERS_SITE")"
 
-if [[ $RUN != mjlab && -z $MODEL_XML ]]; then  # mjlab's go1.xml, found without importing mjlab here
+if [[ $RUN != mjlab && -z $MODEL_XML ]]; then  # mjlab's <ROBOT>.xml, found without importing mjlab here
   MODEL_XML=$(PYTHONPATH=$MJ_PYTHONPATH python3 -c 'import importlib.util as u, pathlib as p
-s = u.find_spec("mjlab"); print(p.Path(s.origin).parent / "asset_zoo/robots/unitree_go1/xmls/go1.xml" if s else "")')
+import sys; s = u.find_spec("mjlab"); r = sys.argv[1]
+print(p.Path(s.origin).parent / f"asset_zoo/robots/unitree_{r}/xmls/{r}.xml" if s else "")' "$ROBOT")
 fi
 if [[ $RUN != mjlab && ! -f $MODEL_XML ]]; then
-  log "no go1.xml (MODEL_XML='$MODEL_XML'): stage the mjlab kit (step 3) or set MODEL_XML"
+  log "no $ROBOT.xml (MODEL_XML='$MODEL_XML'): stage the mjlab kit (step 3) or set MODEL_XML"
   exit 2
 fi
 if [[ $RUN == stock || $RUN == finalobs || $RUN == syncfree ]]; then
@@ -91,25 +107,29 @@ log "training ($NAME, timeout $t s) -> $JSON"
 case $RUN in
   mjlab)
     PYTHONPATH=$MJ_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/mjlab_train.py --budget-s "$BUDGET_S" \
-      --num-envs "$NUM_ENVS" --seed "$SEED" --out "$OUT" --name "$NAME.json" >"$WORK/$NAME.out" 2>&1
+      --task "$PEER_TASK" --num-envs "$NUM_ENVS" --seed "$SEED" --out "$OUT" --name "$NAME.json" >"$WORK/$NAME.out" 2>&1
     ;;
   stock | finalobs | syncfree)
     algorithm=ppo runner=stock
     [[ $RUN == finalobs ]] && algorithm=finalobs
     [[ $RUN == syncfree ]] && runner=syncfree
+    save=()
+    ((SAVE)) && save=(--save-dir "$OUT/$NAME.ckpt" --save-every 1000000)  # the final checkpoint alone
     PYTHONPATH=$TRAINERS_SITE:$OURS_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/rsl_rl_go1.py \
-      --budget-s "$BUDGET_S" --num-envs "$NUM_ENVS" --seed "$SEED" --model-xml "$MODEL_XML" \
-      --algorithm "$algorithm" --runner "$runner" --out "$OUT" --name "$NAME.json" >"$WORK/$NAME.out" 2>&1
+      --env-id "$ENV_ID" --budget-s "$BUDGET_S" --num-envs "$NUM_ENVS" --seed "$SEED" --model-xml "$MODEL_XML" \
+      --algorithm "$algorithm" --runner "$runner" --out "$OUT" --name "$NAME.json" "${save[@]}" >"$WORK/$NAME.out" 2>&1
     ;;
   ppo-example)
-    PYTHONPATH=$OURS_PYTHONPATH timeout -k 10 "$t" python3 examples/ppo_continuous.py --preset mjlab-go1 \
-      --num-envs "$NUM_ENVS" --time-limit-s "$BUDGET_S" --total-timesteps 100000000000 --seed "$SEED" \
-      --model-xml "$MODEL_XML" --device cuda --out "$OUT/$NAME.d" >"$WORK/$NAME.out" 2>&1
+    save=()
+    ((SAVE)) && save=(--save-dir "$OUT/$NAME.d")  # the final checkpoint alone (--save-every 0)
+    PYTHONPATH=$OURS_PYTHONPATH timeout -k 10 "$t" python3 examples/ppo_continuous.py --preset "mjlab-$ROBOT" \
+      --env-id "$ENV_ID" --num-envs "$NUM_ENVS" --time-limit-s "$BUDGET_S" --total-timesteps 100000000000 \
+      --seed "$SEED" --model-xml "$MODEL_XML" --device cuda --out "$OUT/$NAME.d" "${save[@]}" >"$WORK/$NAME.out" 2>&1
     ;;
 esac
 status=$?
 log "training: exit status $status$( ((status == 124)) && echo ' (timed out: the JSON has the iterations done)')"
-tr '\r' '\n' <"$WORK/$NAME.out" | grep -v "^Module \|^Warp \|^   \|^Go1 rsl_rl:\|^Go1-Velocity" | tail -25 | tee -a "$LOG"
+tr '\r' '\n' <"$WORK/$NAME.out" | grep -v "^Module \|^Warp \|^   \|^G1 rsl_rl:\|^Go1 rsl_rl:\|^Go1-Velocity\|^G1-Velocity" | tail -25 | tee -a "$LOG"
 
 # one record per run: the run's label and seed, and (PPO example) its JSON copied out with the versions
 python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" <<'PY' 2>&1 | tee -a "$LOG"

@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / args.name
     _write(path, record)  # before the first iteration: a run killed early still names its settings
-    bar = tqdm(total=int(args.budget_s), desc="Go1 rsl_rl", unit="s")
+    bar = tqdm(total=int(args.budget_s), desc=f"{'G1' if 'G1-' in args.env_id else 'Go1'} rsl_rl", unit="s")
 
     def save(it: int) -> None:
         if args.save_dir is not None:
@@ -340,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner.logger.writer.close()
     last = record["rows"][-1]
     print(
-        f"rsl_rl Go1 x{args.num_envs} ({preset}, {args.runner} runner, {args.algorithm}): {it} iterations, "
+        f"rsl_rl {args.env_id} x{args.num_envs} ({preset}, {args.runner} runner, {args.algorithm}): {it} iterations, "
         f"{last['env_steps']:,} env steps in "
         f"{record['train_s']:.1f} s ({record['env_steps_per_s']:,.0f}/s, stopped: {record['stopped']}); "
         f"last track_lin_vel {last['track_lin_vel']}, episode_length {last['episode_length']}; wrote {path}"

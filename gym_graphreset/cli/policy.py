@@ -32,6 +32,12 @@ def add_play_parser(sub: Any) -> None:
         default=None,
         help="also write world 0's first finished episode as a motion clip (mjlab's .npz) here (task-layer envs)",
     )
+    p.add_argument(
+        "--model-xml",
+        type=Path,
+        default=None,
+        help="the robot's MJCF in place of the file the checkpoint recorded (trained on another machine)",
+    )
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the reset (default: 0)")
     p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
@@ -83,11 +89,12 @@ def play(args: argparse.Namespace) -> int:
         return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
     if problem := _unregistered(env_id):
         return usage_error(problem)
-    inner = gym.make_vec(
-        env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **policy.source.env_kwargs
-    )
+    env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint)
+    if isinstance(env_kwargs, str):
+        return usage_error(env_kwargs)
+    inner = gym.make_vec(env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs)
     if args.motion is not None:
-        inner = _with_motion_recorders(inner, env_id, args, device, policy.source.env_kwargs)
+        inner = _with_motion_recorders(inner, env_id, args, device, env_kwargs)
         if isinstance(inner, str):
             return usage_error(inner)
     env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent", reset_terms={"episode": EpisodeStatistics()})
@@ -132,6 +139,21 @@ def play(args: argparse.Namespace) -> int:
             print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
     env.close()
     return 0
+
+
+def _env_kwargs(recorded: dict[str, Any], model_xml: Path | None, checkpoint: Path) -> dict[str, Any] | str:
+    """The env's constructor arguments: the checkpoint's, ``model_xml`` replacing its model file; or why not."""
+    kwargs = dict(recorded)
+    if model_xml is not None:
+        if not model_xml.is_file():
+            return f"--model-xml {str(model_xml)!r} is not a file"
+        kwargs["model_xml"] = str(model_xml)
+    elif (path := kwargs.get("model_xml")) and not Path(str(path)).is_file():
+        return (
+            f"the checkpoint {str(checkpoint)!r} was trained on the model file {str(path)!r}, which is not here: "
+            "pass --model-xml (that robot's MJCF on this machine)"
+        )
+    return kwargs
 
 
 _MODEL_KWARGS = ("model_xml", "keep_sensors", "terrain", "motion_file")

@@ -136,8 +136,8 @@ def _ppo_example(seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _write(folder: Path, record: dict[str, Any]) -> Path:
-    path = folder / f"go1-l4l-{record['run']}-s{record['seed']}.json"
+def _write(folder: Path, record: dict[str, Any], robot: str = "go1") -> Path:
+    path = folder / f"{robot}-l4l-{record['run']}-s{record['seed']}.json"
     path.write_text(json.dumps(record))
     return path
 
@@ -188,6 +188,25 @@ def test_warnings_name_what_is_not_like_for_like(tmp_path: Path) -> None:
     assert any(w.startswith("GPUs differ") and "NVIDIA H100" in w for w in warnings)
     assert any(w.startswith("rsl-rl-lib versions differ") and "5.5.1" in w for w in warnings)
     assert any("go1-l4l-stock-s43.json: not on mjlab's go1.xml" in w for w in warnings)
+
+
+def test_each_robot_s_runs_are_found_apart_and_checked_against_its_model(tmp_path: Path) -> None:
+    """G1 runs (``ROBOT=g1``) beside Go1's: each robot's alone, and a G1 run on go1.xml is flagged."""
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    g1_xml = GO1_XML.replace("go1", "g1")
+    _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)))
+    _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)), robot="g1")
+    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=100.0, end_s=20.0), model_xml=g1_xml), robot="g1")
+    _write(tmp_path, _rsl_rl("stock", 43, _rows(reach_s=100.0, end_s=20.0)), robot="g1")  # on go1.xml
+    g1 = script.find_runs([tmp_path], "g1")
+    assert {run: [p.name for p in paths] for run, paths in g1.items()} == {
+        "mjlab": ["g1-l4l-mjlab-s42.json"],
+        "stock": ["g1-l4l-stock-s42.json", "g1-l4l-stock-s43.json"],
+    }
+    assert list(script.find_runs([tmp_path])) == ["mjlab"]  # Go1's
+    assert script.like_for_like_warnings(g1, "g1") == [
+        f"stock/g1-l4l-stock-s43.json: not on mjlab's g1.xml (model_xml={GO1_XML})"
+    ]
 
 
 def test_cli_draws_both_panels_and_writes_the_table(
@@ -244,6 +263,9 @@ def test_missing_matplotlib_skips_the_comparison_png(
         ({"RUN": "bogus"}, "RUN must be one of"),
         ({"RUN": "stock", "BUDGET_S": "560"}, "leaves no time for setup"),
         ({"RUN": "stock", "MODEL_XML": "/nonexistent/go1.xml", "MJ_PYTHONPATH": ""}, "no go1.xml"),
+        ({"RUN": "stock", "ROBOT": "g1", "MODEL_XML": "/nonexistent/g1.xml", "MJ_PYTHONPATH": ""}, "no g1.xml"),
+        ({"RUN": "stock", "ROBOT": "h1"}, "ROBOT must be go1 or g1, got 'h1'"),
+        ({"RUN": "stock", "SAVE": "yes"}, "SAVE must be 0 or 1, got 'yes'"),
     ],
 )
 def test_driver_refuses_bad_settings_before_training(tmp_path: Path, env: dict[str, str], message: str) -> None:
@@ -253,9 +275,9 @@ def test_driver_refuses_bad_settings_before_training(tmp_path: Path, env: dict[s
     run_env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "WORK": str(tmp_path / "work"), **env}
     done = subprocess.run(["bash", str(script)], cwd=ROOT, env=run_env, capture_output=True, text=True, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
-    name = f"go1-l4l-{env['RUN']}-s42.log"
-    assert message in (out / name).read_text()
-    assert not (out / f"go1-l4l-{env['RUN']}-s42.json").exists()
+    name = f"{env.get('ROBOT', 'go1')}-l4l-{env['RUN']}-s42"
+    assert message in (out / f"{name}.log").read_text()
+    assert not (out / f"{name}.json").exists()
 
 
 def test_mjlab_train_seeds_agent_and_env_as_mjlabs_train_script() -> None:
