@@ -186,7 +186,13 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
 
 
 def on_rough_terrain(
-    flat: TaskCfg, *, model: Callable[[], str], scan_body: str, geom_group: int, terrain: TerrainCfg
+    flat: TaskCfg,
+    *,
+    model: Callable[[], str],
+    scan_body: str,
+    geom_group: int,
+    terrain: TerrainCfg,
+    feet: mdp.TerrainHeightSensorCfg | None = None,
 ) -> TaskCfg:
     """What mjlab's rough velocity config adds to a flat one: the terrain and its scan, spawn and curriculum.
 
@@ -194,8 +200,11 @@ def on_rough_terrain(
     :class:`~gym_graphreset.tasks.terrain.TerrainCfg` task part; the height scan (a 1.6 x 1.0 m grid at
     0.1 m under ``scan_body``, cast against ``geom_group``) enters both observation groups right after the
     command (noise +-0.1 in ``policy``, scaled by 1/5 m); rows spawn on their terrain cell; the terrain-level
-    curriculum and metric are added, and leaving the terrain ends an episode as a time-out. A robot's rough
-    config changes the rest (terminations, contact terms, solver budgets).
+    curriculum and metric are added, and leaving the terrain ends an episode as a time-out. With ``feet`` (a
+    ring of rays under each foot site, mjlab's ``foot_height_scan``) the foot terms read each foot's
+    clearance above the terrain instead of its world height: the critic's ``foot_height``, ``foot_clearance``
+    and ``foot_swing_height``. A robot's rough config changes the rest (terminations, contact terms, solver
+    budgets).
     """
     scan = {"sensor_name": "terrain_scan"}
 
@@ -205,6 +214,20 @@ def on_rough_terrain(
         items.insert(at, ("height_scan", ObsTerm(mdp.height_scan, scan, noise=noise, scale=1 / 5.0)))
         return replace(flat.observations[group], terms=dict(items))
 
+    rewards, sensors = dict(flat.rewards), dict(flat.sensors)
+    critic = with_scan("critic", None)
+    if feet is not None:
+        height = {"height_sensor_name": "foot_height_scan"}
+        sensors["foot_height_scan"] = feet
+        critic = replace(
+            critic,
+            terms={
+                **critic.terms,
+                "foot_height": ObsTerm(mdp.terrain_height, params={"sensor_name": "foot_height_scan"}),
+            },
+        )
+        for name in ("foot_clearance", "foot_swing_height"):
+            rewards[name] = replace(rewards[name], params={**rewards[name].params, **height})
     events = list(flat.events.items())
     spawn = ("reset_to_terrain_origin", EventTerm(mdp.reset_to_terrain_origin, "reset"))
     events.insert([name for name, _ in events].index("reset_base") + 1, spawn)
@@ -214,8 +237,9 @@ def on_rough_terrain(
         observations={
             **flat.observations,
             "policy": with_scan("policy", UniformNoise(-0.1, 0.1)),
-            "critic": with_scan("critic", None),
+            "critic": critic,
         },
+        rewards=rewards,
         events=dict(events),
         terminations={
             **flat.terminations,
@@ -224,7 +248,7 @@ def on_rough_terrain(
         curriculum={**flat.curriculum, "terrain_levels": CurriculumTerm(mdp.terrain_levels_vel)},
         metrics={**flat.metrics, "terrain_level": MetricTerm(mdp.terrain_level)},
         sensors={
-            **flat.sensors,
+            **sensors,
             "terrain": terrain,
             "terrain_scan": mdp.RayCastSensorCfg(scan_body, geom_group=geom_group),
         },

@@ -2,12 +2,16 @@
 
 A free box ``base`` (with an actuated arm above it, so the task has an action) floats over a plane and a box
 step of the terrain's geom group. The scan must read the base height on flat ground, the step where its rays
-land on it, agree with MuJoCo's own ``mj_ray`` on a generated terrain, and make no host read.
+land on it, agree with MuJoCo's own ``mj_ray`` on a generated terrain, and make no host read. The same holds
+for the foot clearances of a ``TerrainHeightSensorCfg`` (two sites under the base), and the terrain normal
+fitted to a scan must match the ground's (a ramp) and an exact eigen-decomposition.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -17,7 +21,17 @@ import torch
 pytest.importorskip("mujoco_warp", reason="the height scan casts MuJoCo Warp rays")
 
 from gym_graphreset.tasks import JointPositionAction, ManagerBasedEnv, ObsGroup, ObsTerm, TaskCfg
-from gym_graphreset.tasks.mdp.height_scan import RayCastSensorCfg, grid_pattern, height_scan
+from gym_graphreset.tasks.mdp.height_scan import (
+    RayCastSensorCfg,
+    TerrainHeightSensorCfg,
+    grid_pattern,
+    height_scan,
+    ring_pattern,
+    terrain_height,
+    terrain_normal,
+)
+from gym_graphreset.tasks.mdp.math import fit_plane_normal
+from gym_graphreset.tasks.mdp.rewards import upright
 from gym_graphreset.tasks.terrain import (
     FlatTerrainCfg,
     PyramidStairsTerrainCfg,
@@ -41,6 +55,8 @@ FLOATER = f"""
     <body name="base" pos="-1 0 0.5">
       <freejoint/>
       <geom type="box" size="0.1 0.1 0.05" mass="1"/>
+      <site name="foot_a" pos="0.1 0 -0.05"/>
+      <site name="foot_b" pos="-0.1 0 -0.05"/>
       <body name="arm" pos="0 0 0.1">
         <joint name="arm" axis="0 1 0" range="-1 1"/>
         <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.02" mass="0.1"/>
@@ -52,14 +68,18 @@ FLOATER = f"""
 """
 
 
-def task(model: str, sensor: RayCastSensorCfg) -> TaskCfg:
+FEET = ("foot_a", "foot_b")
+
+
+def task(model: str, sensor: RayCastSensorCfg, feet: TerrainHeightSensorCfg | None = None) -> TaskCfg:
+    extra = {} if feet is None else {"feet": feet}
     return TaskCfg(
         model=model,
         decimation=1,
         episode_length_s=1.0,
         actions={"arm": JointPositionAction(("arm",))},
         observations={"policy": ObsGroup({"scan": ObsTerm(height_scan, {"sensor_name": "scan"})})},
-        sensors={"scan": sensor},
+        sensors={"scan": sensor, **extra},
         base_body="base",
     )
 
@@ -72,6 +92,18 @@ def place(env: ManagerBasedEnv, xyz: torch.Tensor, yaw: torch.Tensor) -> None:
     qpos[:, 6] = torch.sin(yaw / 2)
     env.set_state(qpos, qvel)
     env.invalidate()
+
+
+def place_over_cells(env: ManagerBasedEnv, origins: np.ndarray, seed: int, height: tuple[float, float]) -> torch.Tensor:
+    """Each world's base over a random terrain cell, up to 1.5 m off its origin, ``height`` above it, any yaw."""
+    rng = np.random.default_rng(seed)
+    flat = origins.reshape(-1, 3)
+    n = env.num_envs
+    xyz = torch.tensor(flat[rng.choice(len(flat), n)], dtype=torch.float32) + torch.tensor(
+        rng.uniform([-1.5, -1.5, height[0]], [1.5, 1.5, height[1]], (n, 3)), dtype=torch.float32
+    )
+    place(env, xyz, torch.tensor(rng.uniform(-3, 3, n), dtype=torch.float32))
+    return xyz
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +176,17 @@ def test_scan_makes_no_host_read(env: ManagerBasedEnv) -> None:
     assert_no_host_reads(compute)
 
 
+def _mj_ray(xml: str) -> Callable[[np.ndarray, int], float]:
+    """MuJoCo C's ``mj_ray`` straight down on ``xml``'s initial state, against geom group 2 (the terrain's)."""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    group = np.zeros(6, np.uint8)
+    group[2] = 1
+    geomid = np.zeros(1, np.int32)
+    return lambda p, exclude: mujoco.mj_ray(m, d, p, np.array([0.0, 0.0, -1.0]), group, 1, exclude, geomid)
+
+
 def test_scan_matches_mujoco_mj_ray_on_generated_terrain() -> None:
     """On a generated terrain (heightfield and boxes), warp distances equal MuJoCo C's ``mj_ray``."""
     gen = TerrainGeneratorCfg(
@@ -161,24 +204,168 @@ def test_scan_matches_mujoco_mj_ray_on_generated_terrain() -> None:
     xml = add_terrain(FLOATER.replace(STEP, ""), terrain)  # the plane `floor` is replaced
     n = 4
     env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(0.8, 0.6), resolution=0.2)), n, device="cpu")
-    rng = np.random.default_rng(0)
-    origins = terrain.origins.reshape(-1, 3)[rng.choice(len(terrain.origins.reshape(-1, 3)), n)]
-    xyz = torch.tensor(origins, dtype=torch.float32) + torch.tensor(
-        rng.uniform([-1.5, -1.5, 0.8], [1.5, 1.5, 1.2], (n, 3)), dtype=torch.float32
-    )
-    place(env, xyz, torch.tensor(rng.uniform(-3, 3, n), dtype=torch.float32))
+    xyz = place_over_cells(env, terrain.origins, seed=0, height=(0.8, 1.2))
     scan = height_scan(env, "scan")
     sensor = env.sensors["scan"]
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
-    group = np.zeros(6, np.uint8)
-    group[2] = 1
-    geomid = np.zeros(1, np.int32)
+    ray = _mj_ray(xml)
     for w in range(n):
         for r in range(0, sensor.num_rays, 3):
             p = sensor.origins[w, r].double().numpy()
-            dist = mujoco.mj_ray(m, d, p, np.array([0.0, 0.0, -1.0]), group, 1, -1, geomid)
+            dist = ray(p, -1)
             assert dist > 0
             assert abs(float(sensor.distances[w, r]) - dist) < 1e-4, (w, r)
             assert abs(float(scan[w, r]) - (float(xyz[w, 2]) - (p[2] - dist))) < 1e-4
+
+
+def test_ring_is_mjlabs_pattern() -> None:
+    """The centre first, then the ring counter-clockwise from +x (Go1: 0.04 m, 4 rays)."""
+    ring = ring_pattern(0.04, 4)
+    want = torch.tensor([[0.0, 0, 0], [0.04, 0, 0], [0, 0.04, 0], [-0.04, 0, 0], [0, -0.04, 0]])
+    assert torch.allclose(ring, want, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("reduction", "want_a"),
+    [("min", 0.45 - STEP_TOP), ("max", 0.45), ("mean", 0.45 - 4 / 5 * STEP_TOP)],
+)
+def test_foot_clearance_over_the_floor_and_the_step_edge(reduction: str, want_a: float) -> None:
+    """Feet 0.45 m over the floor read 0.45; a foot just past the step's edge has 4 of its 5 rays on the step
+    (all but the ``-x`` one), reduced as asked. The base's own geoms are not hit."""
+    feet = TerrainHeightSensorCfg(FEET, radius=0.04, num_samples=4, reduction=reduction)  # type: ignore[arg-type]
+    env = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base"), feet), 2, device="cpu")
+    x_a = STEP_X0 + 0.01  # foot_a's centre 1 cm past the edge: only its -x ray (3 cm back) is off the step
+    place(env, torch.tensor([[-1.0, 0, 0.5], [x_a - 0.1, 0, 0.5]]), torch.zeros(2))
+    heights = terrain_height(env, "feet")
+    assert heights.shape == (2, 2)
+    assert torch.allclose(heights[0], torch.tensor([0.45, 0.45]), atol=1e-5)
+    assert heights[1, 0].item() == pytest.approx(want_a, abs=1e-5)
+    assert heights[1, 1].item() == pytest.approx(0.45, abs=1e-5)  # foot_b, 0.2 m behind, over the floor
+
+
+def test_foot_rays_miss_beyond_max_distance() -> None:
+    """Every ray of a foot missing reads its height clamped to ``[0, max_distance]``, as mjlab's."""
+    feet = TerrainHeightSensorCfg(FEET, max_distance=0.3)
+    env = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base"), feet), 1, device="cpu")
+    place(env, torch.tensor([[-1.0, 0, 0.5]]), torch.zeros(1))
+    assert torch.allclose(terrain_height(env, "feet"), torch.full((1, 2), 0.3))
+
+
+def test_foot_clearance_matches_mujoco_mj_ray_on_generated_terrain() -> None:
+    """Every ring ray's distance equals MuJoCo C's ``mj_ray`` (its foot's body excluded); the clearance is the
+    nearest ground under the ring, turned with the base's yaw."""
+    gen = TerrainGeneratorCfg(
+        sub_terrains={"rough": RandomRoughTerrainCfg(), "stairs": PyramidStairsTerrainCfg()},
+        size=(4.0, 4.0),
+        num_rows=2,
+        border_width=1.0,
+        seed=5,
+    )
+    terrain = generate_terrain(gen)
+    xml = add_terrain(FLOATER.replace(STEP, ""), terrain)
+    n = 3
+    feet = TerrainHeightSensorCfg(FEET, radius=0.03, num_samples=6)
+    env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(0.4, 0.4), resolution=0.2), feet), n, device="cpu")
+    place_over_cells(env, terrain.origins, seed=1, height=(0.5, 0.8))
+    heights = terrain_height(env, "feet")
+    sensor = env.sensors["feet"]
+    ray = _mj_ray(xml)
+    base = mujoco.mj_name2id(mujoco.MjModel.from_xml_string(xml), mujoco.mjtObj.mjOBJ_BODY, "base")
+    for w in range(n):
+        for f in range(2):
+            dists = []
+            for r in range(7):
+                p = sensor.origins[w, f, r].double().numpy()
+                dist = ray(p, base)
+                assert abs(float(sensor.distances.view(n, 2, 7)[w, f, r]) - dist) < 1e-4, (w, f, r)
+                dists.append(dist)
+            assert float(heights[w, f]) == pytest.approx(min(dists), abs=1e-4)  # clearance of each ray = its dist
+        yaw = math.atan2(float(env.qpos[w, 6]), float(env.qpos[w, 3])) * 2
+        centre, ahead = sensor.origins[w, 0, 0], sensor.origins[w, 0, 1]  # the ring's +x ray turns with the yaw
+        assert torch.allclose(ahead[:2] - centre[:2], 0.03 * torch.tensor([math.cos(yaw), math.sin(yaw)]), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sites": ()}, "`sites` must be a non-empty tuple of site names, got ()"),
+        ({"radius": -0.1}, "`radius` must be a number >= 0, got -0.1"),
+        ({"num_samples": 2.5}, "`num_samples` must be an int >= 0, got 2.5"),
+        ({"max_distance": 0.0}, "`max_distance` must be a finite number > 0, got 0.0"),
+        ({"geom_group": 6}, "`geom_group` must be None or an int in [0, 5], got 6"),
+        ({"reduction": "median"}, "`reduction` must be 'min', 'max' or 'mean', got 'median'"),
+    ],
+)
+def test_bad_terrain_height_settings_are_refused(change: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TerrainHeightSensorCfg(**{"sites": FEET, **change})  # type: ignore[arg-type]
+
+
+RAMP_ANGLE = 0.2
+RAMP = FLOATER.replace(STEP, "").replace(
+    '<geom name="floor" type="plane" size="0 0 0.05" group="2"/>',
+    f'<geom name="ramp" type="box" size="6 6 0.1" pos="0 0 -0.1" euler="0 {math.degrees(RAMP_ANGLE)} 0" group="2"/>',
+)
+
+
+def test_terrain_normal_is_the_ramp_s_and_upright_reads_tilt_against_it() -> None:
+    """Over a ramp tilted 0.2 rad about y the fitted normal is the ramp's; a base lying on the ramp is upright
+    against the terrain (1.0) and tilted against gravity; over flat ground both readings agree."""
+    env = ManagerBasedEnv(task(RAMP, RayCastSensorCfg("base")), 2, device="cpu")
+    qpos, qvel = env.state()
+    qpos[:, 0:3] = torch.tensor([[0.0, 0, 1.0], [0.5, 0.5, 1.0]])
+    qpos[:, 3:7] = torch.tensor([math.cos(RAMP_ANGLE / 2), 0.0, math.sin(RAMP_ANGLE / 2), 0.0])  # on the ramp
+    env.set_state(qpos, qvel)
+    env.invalidate()
+    want = torch.tensor([math.sin(RAMP_ANGLE), 0.0, math.cos(RAMP_ANGLE)])
+    assert torch.allclose(terrain_normal(env, "scan"), want.expand(2, 3), atol=1e-4)
+    assert torch.allclose(upright(env, 0.3, terrain_sensor_name="scan"), torch.ones(2), atol=1e-6)
+    tilted = math.exp(-(math.sin(RAMP_ANGLE) ** 2) / 0.3**2)
+    assert torch.allclose(upright(env, 0.3), torch.full((2,), tilted), atol=1e-5)
+    flat = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base")), 1, device="cpu")
+    place(flat, torch.tensor([[-1.5, 0, 0.5]]), torch.zeros(1))
+    assert torch.equal(terrain_normal(flat, "scan"), torch.tensor([[0.0, 0.0, 1.0]]))
+
+
+def test_plane_fit_equals_an_exact_eigen_decomposition() -> None:
+    """The closed-form fit equals float64 ``torch.linalg.eigh`` on noisy tilted planes (up to 40 degrees, some
+    rays missing), and falls back to up for too few points, a line, or a non-finite point."""
+    gen = torch.Generator().manual_seed(0)
+    n, k = 500, 32
+    tilt = 0.7 * torch.rand(n, generator=gen)
+    azimuth = 6.28 * torch.rand(n, generator=gen)
+    normal = torch.stack((tilt.sin() * azimuth.cos(), tilt.sin() * azimuth.sin(), tilt.cos()), dim=-1)
+    xy = 1.6 * torch.rand(n, k, 2, generator=gen) - 0.8
+    z = -(normal[:, None, 0] * xy[..., 0] + normal[:, None, 1] * xy[..., 1]) / normal[:, None, 2]
+    points = torch.cat((xy, z.unsqueeze(-1)), dim=-1) + 0.01 * torch.randn(n, k, 3, generator=gen)
+    valid = torch.rand(n, k, generator=gen) > 0.1
+    got = fit_plane_normal(points, valid).double()
+    mask = valid.unsqueeze(-1).double()
+    centred = (points.double() - (points.double() * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True)) * mask
+    exact = torch.linalg.eigh(torch.einsum("bni,bnj->bij", centred, centred)).eigenvectors[:, :, 0]
+    exact = torch.where(exact[:, 2:3] < 0, -exact, exact)
+    assert torch.acos((got * exact).sum(-1).clamp(-1, 1)).max() < 1e-3  # radians
+    assert torch.acos((got * normal.double()).sum(-1).clamp(-1, 1)).max() < 0.05  # near the true plane
+    up = torch.tensor([[0.0, 0.0, 1.0]])
+    few = torch.zeros(1, k, dtype=torch.bool)
+    few[0, :2] = True
+    line = torch.zeros(1, k, 3)
+    line[0, :, 0] = torch.linspace(0, 1, k)
+    broken = points[:1].clone()
+    broken[0, 0, 0] = float("nan")
+    every = torch.ones(1, k, dtype=torch.bool)
+    for pts, ok in ((points[:1], few), (line, every), (broken, every)):
+        assert torch.equal(fit_plane_normal(pts, ok), up)
+
+
+def test_feet_and_normal_make_no_host_read() -> None:
+    feet = TerrainHeightSensorCfg(FEET)
+    env = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base"), feet), 2, device="cpu")
+    terrain_height(env, "feet")
+    terrain_normal(env, "scan")
+
+    def compute() -> None:
+        env.invalidate()
+        terrain_height(env, "feet")
+        upright(env, 0.3, terrain_sensor_name="scan")
+
+    assert_no_host_reads(compute)

@@ -14,7 +14,8 @@ from functools import partial
 from pathlib import Path
 
 from gym_graphreset.envs.g1.cfg import g1_velocity_flat_cfg
-from gym_graphreset.envs.g1.model import build_g1_xml
+from gym_graphreset.envs.g1.model import FOOT_SITES, build_g1_xml
+from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.terrain import (
     ROUGH_TERRAINS_CFG,
@@ -50,6 +51,7 @@ def g1_velocity_rough_cfg(
         scan_body="pelvis",
         geom_group=terrain.geom_group,
         terrain=TerrainCfg(terrain, max_init_level=5),
+        feet=mdp.TerrainHeightSensorCfg(FOOT_SITES, radius=0.03, num_samples=6, geom_group=terrain.geom_group),
     )
     return replace(rough, njmax=1500, nconmax=70)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
-from gym_graphreset.envs.go1.model import LEGS, build_go1_xml
+from gym_graphreset.envs.go1.model import FOOT_NAMES, LEGS, build_go1_xml
 from gym_graphreset.tasks import mdp
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.mdp.terminations import illegal_contact
@@ -101,7 +101,10 @@ def go1_velocity_rough_cfg(
         scan_body="trunk",
         geom_group=terrain.geom_group,
         terrain=TerrainCfg(terrain, max_init_level=5),
+        feet=mdp.TerrainHeightSensorCfg(FOOT_NAMES, radius=0.04, num_samples=4, geom_group=terrain.geom_group),
     )
+    upright = {**rough.rewards["upright"].params, "terrain_sensor_name": "terrain_scan"}  # tilt against the ground
+    rough = rough.replace_term("rewards", "upright", params=upright)
     return replace(
         rough,
         rewards={

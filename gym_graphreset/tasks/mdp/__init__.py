@@ -17,11 +17,20 @@ from gym_graphreset.tasks.mdp.events import (
     reset_joints_by_offset,
     reset_root_state_uniform,
 )
-from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, RayCastSensorCfg, height_scan
+from gym_graphreset.tasks.mdp.height_scan import (
+    RayCastSensor,
+    RayCastSensorCfg,
+    TerrainHeightSensor,
+    TerrainHeightSensorCfg,
+    height_scan,
+    terrain_height,
+    terrain_normal,
+)
 from gym_graphreset.tasks.mdp.observations import (
     base_ang_vel,
     base_lin_vel,
     body_projected_gravity,
+    body_quat,
     builtin_sensor,
     contact_air_time,
     contact_force_log,
@@ -75,6 +84,8 @@ __all__ = [
     "FootSwingHeight",
     "RayCastSensor",
     "RayCastSensorCfg",
+    "TerrainHeightSensor",
+    "TerrainHeightSensorCfg",
     "VariablePosture",
     "VelocityCommand",
     "VelocityCommandCfg",
@@ -88,6 +99,7 @@ __all__ = [
     "body_lin_vel_w",
     "body_pos_w",
     "body_projected_gravity",
+    "body_quat",
     "body_quat_w",
     "builtin_sensor",
     "contact_air_time",
@@ -97,6 +109,8 @@ __all__ = [
     "feet_slip",
     "generated_commands",
     "height_scan",
+    "terrain_height",
+    "terrain_normal",
     "illegal_contact",
     "imu_lin_vel",
     "joint_pos_limits",

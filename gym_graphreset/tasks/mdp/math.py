@@ -15,6 +15,7 @@ __all__ = [
     "active_command",
     "feet_clearance",
     "feet_slip",
+    "fit_plane_normal",
     "heading",
     "joint_pos_limits",
     "point_velocity",
@@ -208,3 +209,57 @@ def feet_slip(in_contact: torch.Tensor, foot_vel_w: torch.Tensor) -> torch.Tenso
 def soft_landing(force: torch.Tensor, first_contact: torch.Tensor) -> torch.Tensor:
     """``sum_f |F_f|`` over feet that touched down this step."""
     return (torch.linalg.vector_norm(force, dim=-1) * first_contact).sum(dim=1)
+
+
+def fit_plane_normal(points: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The upward unit normal of the plane through ``points`` ``(n, k, 3)`` where ``valid`` ``(n, k)`` holds.
+
+    mjlab's ``fit_terrain_normal``: the covariance's eigenvector of the smallest eigenvalue (total least
+    squares), computed in closed form for 3 x 3 (no ``torch.linalg.eigh``, whose CUDA path checks its result
+    on the host). Rows with fewer than 3 valid points, points on a line or near one point, or non-finite
+    points get ``(0, 0, 1)``, as mjlab's.
+    """
+    mask = valid.unsqueeze(-1).to(points.dtype)
+    count = valid.sum(dim=1)
+    centroid = (points * mask).sum(dim=1) / count.clamp(min=1).unsqueeze(-1).to(points.dtype)
+    centered = torch.where(valid.unsqueeze(-1), points - centroid.unsqueeze(1), 0.0)
+    cov = torch.einsum("bni,bnj->bij", centered, centered)
+    finite = torch.isfinite(cov).all(dim=(-2, -1))
+    eye = torch.eye(3, dtype=cov.dtype, device=cov.device)
+    cov = torch.where(finite.view(-1, 1, 1), cov, eye)
+    # eigenvalues of a symmetric 3 x 3 matrix (the trigonometric method), ascending
+    q = cov.diagonal(dim1=-2, dim2=-1).sum(-1) / 3.0
+    off = cov[:, 0, 1].square() + cov[:, 0, 2].square() + cov[:, 1, 2].square()
+    shifted = cov - q.view(-1, 1, 1) * eye
+    p = torch.sqrt(((shifted.diagonal(dim1=-2, dim2=-1).square().sum(-1) + 2.0 * off) / 6.0).clamp(min=0.0))
+    tiny = torch.finfo(cov.dtype).tiny
+    r = (_det3(shifted / p.clamp(min=tiny).view(-1, 1, 1)) / 2.0).clamp(-1.0, 1.0)
+    phi = torch.acos(r) / 3.0
+    largest = q + 2.0 * p * torch.cos(phi)
+    smallest = q + 2.0 * p * torch.cos(phi + 2.0 * math.pi / 3.0)
+    middle = 3.0 * q - largest - smallest
+    # its eigenvector: the largest cross product of two rows of (cov - smallest * I)
+    rows = cov - smallest.view(-1, 1, 1) * eye
+    crosses = torch.stack(
+        [torch.linalg.cross(rows[:, i], rows[:, j], dim=-1) for i, j in ((0, 1), (0, 2), (1, 2))], dim=1
+    )
+    best = crosses.norm(dim=-1).argmax(dim=1)
+    normal = torch.gather(crosses, 1, best.view(-1, 1, 1).expand(-1, 1, 3)).squeeze(1)
+    normal = normal / normal.norm(dim=-1, keepdim=True).clamp(min=1e-8)
+    normal = torch.where(normal[:, 2:3] < 0, -normal, normal)
+    eps = torch.finfo(cov.dtype).eps
+    plane_like = smallest / middle.clamp(min=eps) < 0.1
+    spread = middle > largest.clamp(min=eps) * 1e-6
+    reliable = (count >= 3) & plane_like & spread & finite
+    up = torch.zeros_like(normal)
+    up[:, 2] = 1.0
+    return torch.where(reliable.unsqueeze(-1), normal, up)
+
+
+def _det3(a: torch.Tensor) -> torch.Tensor:
+    """Determinants of ``(n, 3, 3)`` matrices, written out (elementwise kernels only)."""
+    return (
+        a[:, 0, 0] * (a[:, 1, 1] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 1])
+        - a[:, 0, 1] * (a[:, 1, 0] * a[:, 2, 2] - a[:, 1, 2] * a[:, 2, 0])
+        + a[:, 0, 2] * (a[:, 1, 0] * a[:, 2, 1] - a[:, 1, 1] * a[:, 2, 0])
+    )

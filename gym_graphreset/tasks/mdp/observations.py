@@ -20,6 +20,7 @@ __all__ = [
     "base_ang_vel",
     "base_lin_vel",
     "body_projected_gravity",
+    "body_quat",
     "builtin_sensor",
     "contact_air_time",
     "contact_force_log",
@@ -81,16 +82,29 @@ def generated_commands(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     return env.commands[command_name].command
 
 
-def feet(env: ManagerBasedEnv, sites: tuple[str, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Heights ``(n, k)`` and world velocities ``(n, k, 3)`` of sites (cached per step)."""
+def feet(
+    env: ManagerBasedEnv, sites: tuple[str, ...], height_sensor_name: str | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Heights ``(n, k)`` and world velocities ``(n, k, 3)`` of sites (cached per step).
+
+    The heights are world z, or with ``height_sensor_name`` (a ``TerrainHeightSensorCfg`` over the same
+    sites) each site's clearance above the terrain under it, as mjlab's foot terms read it on rough ground.
+    """
 
     def compute() -> tuple[torch.Tensor, torch.Tensor]:
+        from gym_graphreset.tasks.mdp.height_scan import terrain_height
+
         ids, bodies = env.site_ids(sites), env.site_body_ids(sites)
         pos = env.site_xpos[:, ids]
         root = env.subtree_com[:, env.base_body_id].unsqueeze(1)
-        return pos[..., 2], M.point_velocity(env.cvel[:, bodies], root, pos)
+        height = pos[..., 2] if height_sensor_name is None else terrain_height(env, height_sensor_name)
+        if height.shape != pos.shape[:2]:
+            raise ValueError(
+                f"feet: sensor {height_sensor_name!r} gives {height.shape[1]} heights for {len(sites)} sites"
+            )
+        return height, M.point_velocity(env.cvel[:, bodies], root, pos)
 
-    return env.cached(("feet", sites), compute)
+    return env.cached(("feet", sites, height_sensor_name), compute)
 
 
 def site_height(env: ManagerBasedEnv, sites: tuple[str, ...]) -> torch.Tensor:
@@ -127,7 +141,12 @@ def builtin_sensor(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     return env.sensordata[:, env.constant(("sensor_columns", sensor_name), columns)]
 
 
+def body_quat(env: ManagerBasedEnv, body: str) -> torch.Tensor:
+    """A body's world orientation ``(n, 4)`` (wxyz), a view of MuJoCo Warp's ``xquat``."""
+    xquat = env.constant("xquat", lambda: env.runtime.wp.to_torch(env.d.xquat))
+    return xquat[:, env.body_id(body)]
+
+
 def body_projected_gravity(env: ManagerBasedEnv, body: str) -> torch.Tensor:
     """The unit gravity direction in a body's frame, ``(n, 3)`` (from its world orientation ``xquat``)."""
-    xquat = env.constant("xquat", lambda: env.runtime.wp.to_torch(env.d.xquat))
-    return env.cached(("body_projected_gravity", body), lambda: M.projected_gravity(xquat[:, env.body_id(body)]))
+    return env.cached(("body_projected_gravity", body), lambda: M.projected_gravity(body_quat(env, body)))

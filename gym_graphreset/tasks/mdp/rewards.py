@@ -68,10 +68,21 @@ def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) 
 
 
 @accepts(std=POSITIVE)
-def upright(env: ManagerBasedEnv, std: float, body: str | None = None) -> torch.Tensor:
-    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity in the base's frame (or ``body``'s): 1 when level."""
-    gravity = O.projected_gravity(env) if body is None else O.body_projected_gravity(env, body)
-    return M.upright(gravity, std)
+def upright(
+    env: ManagerBasedEnv, std: float, body: str | None = None, terrain_sensor_name: str | None = None
+) -> torch.Tensor:
+    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity in the base's frame (or ``body``'s): 1 when level.
+
+    With ``terrain_sensor_name`` (a height scan) the tilt is against the terrain's normal fitted to the scan
+    (:func:`~gym_graphreset.tasks.mdp.height_scan.terrain_normal`) instead of gravity, as mjlab's rough Go1.
+    """
+    if terrain_sensor_name is None:
+        gravity = O.projected_gravity(env) if body is None else O.body_projected_gravity(env, body)
+        return M.upright(gravity, std)
+    from gym_graphreset.tasks.mdp.height_scan import terrain_normal
+
+    quat = env.base_quat if body is None else O.body_quat(env, body)
+    return M.upright(M.quat_rotate_inverse(quat, terrain_normal(env, terrain_sensor_name)), std)
 
 
 def body_ang_vel_xy_l2(env: ManagerBasedEnv, body: str) -> torch.Tensor:
@@ -107,10 +118,15 @@ def action_rate_l2(env: ManagerBasedEnv) -> torch.Tensor:
 
 @accepts(target_height=FINITE, command_threshold=NON_NEGATIVE)
 def feet_clearance(
-    env: ManagerBasedEnv, sites: tuple[str, ...], target_height: float, command_name: str, command_threshold: float
+    env: ManagerBasedEnv,
+    sites: tuple[str, ...],
+    target_height: float,
+    command_name: str,
+    command_threshold: float,
+    height_sensor_name: str | None = None,
 ) -> torch.Tensor:
-    """``sum_f |h_f - target| * |v_xy,f|`` while the command is active."""
-    height, vel = O.feet(env, sites)
+    """``sum_f |h_f - target| * |v_xy,f|`` while the command is active (``h``: see :func:`~.observations.feet`)."""
+    height, vel = O.feet(env, sites, height_sensor_name)
     return M.feet_clearance(height, vel, target_height) * _active(env, command_name, command_threshold)
 
 
@@ -135,7 +151,8 @@ def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, comm
 class FootSwingHeight:
     """``sum_f (peak_f / target - 1)^2`` at each touch-down: the swing's apex should reach ``target_height``.
 
-    Keeps each foot's peak height since its lift-off (reset with the episode).
+    Keeps each foot's peak height since its lift-off (reset with the episode); heights as
+    :func:`~gym_graphreset.tasks.mdp.observations.feet` reads them (``height_sensor_name``).
     """
 
     def __init__(
@@ -146,8 +163,10 @@ class FootSwingHeight:
         target_height: float,
         command_name: str,
         command_threshold: float,
+        height_sensor_name: str | None = None,
     ) -> None:
         self.env, self.sites, self.sensor_name = env, sites, sensor_name
+        self.height_sensor_name = height_sensor_name
         self.target, self.command_name, self.threshold = target_height, command_name, command_threshold
         self.peak_height = torch.zeros(env.num_envs, len(sites), device=env.device)
 
@@ -155,7 +174,7 @@ class FootSwingHeight:
         """This step's penalty."""
         sensor = self.env.sensors[self.sensor_name]
         touching = sensor.in_contact > 0
-        height, _ = O.feet(self.env, self.sites)
+        height, _ = O.feet(self.env, self.sites, self.height_sensor_name)
         self.peak_height.copy_(torch.where(touching, self.peak_height, torch.maximum(self.peak_height, height)))
         first = sensor.first_contact
         swing = ((self.peak_height / self.target - 1.0).square() * first).sum(dim=1)

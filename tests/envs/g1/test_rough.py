@@ -73,6 +73,17 @@ def test_step_reads_nothing_on_the_host() -> None:
     assert_no_host_reads(lambda: [env.step(a) for a in actions[1:]])
 
 
+def test_feet_read_their_clearance_over_the_terrain() -> None:
+    """mjlab's G1 foot height scan: a 0.03 m ring of 6 rays plus the centre under each foot site; ``upright``
+    stays against gravity (mjlab's G1 gives it no terrain sensor)."""
+
+    cfg = g1_velocity_rough_cfg(terrain=SMALL)
+    feet = cfg.sensors["foot_height_scan"]
+    assert (feet.sites, feet.radius, feet.num_samples) == (("left_foot", "right_foot"), 0.03, 6)
+    assert cfg.rewards["foot_clearance"].params["height_sensor_name"] == "foot_height_scan"
+    assert "terrain_sensor_name" not in cfg.rewards["upright"].params
+
+
 def test_bad_configs_are_refused() -> None:
     """A terrain that is not a generator config, a terrain in the robot's geom group, cfg with terrain."""
     with pytest.raises(ValueError, match=re.escape("`terrain` must be a TerrainGeneratorCfg, got dict")):

@@ -130,6 +130,35 @@ def test_rough_terminations_and_contact_cost() -> None:
     assert self_collision_cost(env, "thigh_ground_touch", force_threshold=20.0).tolist() == [0.0] * N
 
 
+def test_feet_and_upright_read_the_terrain_as_mjlab_s_rough_go1() -> None:
+    """The foot terms read each foot's clearance over the terrain (a 0.04 m ring of 4 rays plus the centre, per
+    foot site); ``upright`` tilts against the normal fitted to the height scan; the self and ground collision
+    sensors keep 4 substeps of force."""
+    from gym_graphreset.tasks import mdp
+
+    cfg = go1_velocity_rough_cfg(terrain=SMALL)
+    feet = cfg.sensors["foot_height_scan"]
+    group = SMALL.geom_group  # the terrain's
+    assert feet == mdp.TerrainHeightSensorCfg(("FR", "FL", "RR", "RL"), radius=0.04, num_samples=4, geom_group=group)
+    for name in ("foot_clearance", "foot_swing_height"):
+        assert cfg.rewards[name].params["height_sensor_name"] == "foot_height_scan"
+    assert cfg.observations["critic"].terms["foot_height"].func is mdp.terrain_height
+    assert cfg.rewards["upright"].params["terrain_sensor_name"] == "terrain_scan"
+    histories = {k: s.history_length for k, s in cfg.sensors.items() if isinstance(s, mdp.ContactSensorCfg)}
+    assert histories == {
+        "feet_contact": 0,
+        "thigh_ground_touch": 4,
+        "shank_ground_touch": 4,
+        "trunk_ground_touch": 4,
+        "self_collision": 4,
+    }
+    env = Go1VelocityRoughEnv(N, device="cpu", terrain=SMALL)
+    env.reset(seed=0)
+    env.step(torch.zeros(N, 12))
+    clearance, site_z = mdp.terrain_height(env, "foot_height_scan"), env.site_xpos[:, env.site_ids(feet.sites), 2]
+    assert bool((clearance <= site_z + 0.3).all()) and bool((clearance >= 0.0).all())  # terrain under the feet
+
+
 def test_bad_config_is_refused_by_name() -> None:
     """A wrong terrain, a terrain in the robot's geom group, a bad param and cfg with model_xml name the culprit."""
     with pytest.raises(ValueError, match=re.escape("`terrain` must be a TerrainGeneratorCfg, got dict")):
