@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A flat velocity task (ROBOT=go1 or g1) or G1 motion tracking (ROBOT=g1-tracking, both sides on one clip): this library against mjlab on the same GPU, both model variants,
+# A velocity task (ROBOT=go1 or g1 flat, go1-rough or g1-rough on generated terrain with a height scan) or G1 motion
+# tracking (ROBOT=g1-tracking, both sides on one clip): this library against mjlab on the same GPU, both model variants,
 # 512 / 4096 / 16384 envs. On the GPU machine, from the repository root, with warp, mujoco-warp and gymnasium
 # installed for python3 and mjlab (with its own mujoco-warp) on MJ_PYTHONPATH:
 #   OUT=/some/dir ROBOT=g1 bash benchmarks/gpu/vs_mjlab.sh
@@ -16,11 +17,13 @@ MOTION=${MOTION:-}  # g1-tracking: the clip both sides track (default: the libra
 case $ROBOT in
   go1) ENV_ID=${ENV_ID:-gym_graphreset/Go1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
   g1) ENV_ID=${ENV_ID:-gym_graphreset/G1-Velocity-Flat-v0} PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 MODEL=g1 ;;
+  go1-rough) ENV_ID=${ENV_ID:-gym_graphreset/Go1-Velocity-Rough-v0} PEER_TASK=Mjlab-Velocity-Rough-Unitree-Go1 MODEL=go1 ;;
+  g1-rough) ENV_ID=${ENV_ID:-gym_graphreset/G1-Velocity-Rough-v0} PEER_TASK=Mjlab-Velocity-Rough-Unitree-G1 MODEL=g1 ;;
   g1-tracking)
     ENV_ID=${ENV_ID:-gym_graphreset/G1-Tracking-Flat-v0} PEER_TASK=Mjlab-Tracking-Flat-Unitree-G1 MODEL=g1
     MOTION=$(realpath "${MOTION:-gym_graphreset/envs/g1/assets/motions/g1_sway.npz}")
     ;;
-  *) echo "ROBOT must be go1, g1 or g1-tracking, got $ROBOT" >&2; exit 2 ;;
+  *) echo "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got $ROBOT" >&2; exit 2 ;;
 esac
 SENSORS=${SENSORS:-0}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}

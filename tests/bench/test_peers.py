@@ -478,13 +478,13 @@ def test_gpu_scripts_are_valid_bash(name: str) -> None:
 
 
 def test_vs_mjlab_refuses_an_unknown_robot(tmp_path: Path) -> None:
-    """``ROBOT`` other than go1 / g1 / g1-tracking stops before any work, naming the accepted values."""
+    """An unknown ``ROBOT`` stops before any work, naming the accepted values."""
     import subprocess
 
     script = ROOT / "benchmarks" / "gpu" / "vs_mjlab.sh"
     env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOT": "h1"}
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
-    assert done.returncode == 2 and "ROBOT must be go1, g1 or g1-tracking, got h1" in done.stderr
+    assert done.returncode == 2 and "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got h1" in done.stderr
 
 
 def test_unbounded_actions_sampled_like_the_peer() -> None:
