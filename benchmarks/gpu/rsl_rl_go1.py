@@ -1,5 +1,8 @@
 """rsl_rl's OnPolicyRunner on Go1-Velocity-Flat-v0 with mjlab's Go1 PPO settings, for a wall-clock budget.
 
+``--env-id`` also takes the G1 velocity task and G1 motion tracking (``G1-Tracking-Flat-v0``, with mjlab's
+tracking entropy coefficient, 0.005).
+
     python benchmarks/gpu/rsl_rl_go1.py --budget-s 120 --out "$OUT" --model-xml /path/to/mjlab/go1.xml \
         --reference benchmarks/results/h200-mjlab-train-Go1-4096.json
     python benchmarks/gpu/rsl_rl_go1.py --device cpu --num-envs 8 --budget-s 20 --out /tmp/go1
@@ -26,10 +29,12 @@ the mean over the reset rows of the weighted, dt-scaled episode sum over the con
 seconds; then the mean over the iteration's steps with resets; ``None`` when none reset), the same pooled
 over the iteration's finished episodes (``track_lin_vel_episodes``, ``track_ang_vel_episodes``: the figure
 this script reported before), ``episode_length`` and ``mean_reward`` (the mean length and raw return of
-those episodes). The record names the model (``model_xml``, its SHA-256), the learner, the ``seed`` (also
-the config's, as mjlab's train script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use mjlab's pin, 5.4.2,
-for a like-for-like run: ``benchmarks/gpu/go1_like_for_like.sh``). It is first written before the training
-loop. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
+those episodes), and ``episode_reward``: every term's ``Episode_Reward/<term>`` (the tracking task's
+``motion_*`` terms have no ``track_*`` counterpart). The record names the model (``model_xml``, its
+SHA-256), the learner, the ``seed`` (also the config's, as mjlab's train script sets it) and rsl-rl-lib's
+version (``rsl_rl_lib``; use mjlab's pin, 5.4.2, for a like-for-like run:
+``benchmarks/gpu/go1_like_for_like.sh``). It is first written before the training loop. With ``--reference``
+(mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
 
 Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
 config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
@@ -66,8 +71,12 @@ from gym_graphreset.bench.runner import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
-ENV_IDS = (ENV_ID, "gym_graphreset/G1-Velocity-Flat-v0")
-"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 rl configs hold the same numbers)."""
+TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"
+ENV_IDS = (ENV_ID, "gym_graphreset/G1-Velocity-Flat-v0", TRACKING_ENV_ID)
+"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 velocity rl configs hold the same
+numbers; its G1 tracking config differs in the entropy coefficient alone, 0.005: :data:`ENTROPY`)."""
+ENTROPY = {TRACKING_ENV_ID: 0.005}
+"""Env id -> mjlab's entropy coefficient where it is not the velocity configs' 0.01."""
 
 
 ALGORITHMS = {"ppo": "PPO", "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO"}
@@ -76,13 +85,14 @@ RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
 """``--runner`` -> the runner class."""
 
 
-def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True) -> dict[str, Any]:
+def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, entropy_coef: float = 0.01) -> dict[str, Any]:
     """mjlab 1.6's Go1 velocity PPO config (``tasks/velocity/config/go1/rl_cfg.py``) as an rsl_rl train config.
 
     The observation groups are the task's: the actor reads ``policy`` (mjlab calls it ``actor``), the
     critic ``critic``. ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)``
     time-out bootstrap) as mjlab, or ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`.
-    ``check_for_nan``: rsl_rl's per-step NaN check (stock runner: on).
+    ``check_for_nan``: rsl_rl's per-step NaN check (stock runner: on). ``entropy_coef``: 0.01 (velocity), 0.005
+    (mjlab's G1 tracking config).
     """
     mlp = {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu", "obs_normalization": True}
     return {
@@ -103,7 +113,7 @@ def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True) -> dict[st
             "schedule": "adaptive",
             "gamma": 0.99,
             "lam": 0.95,
-            "entropy_coef": 0.01,
+            "entropy_coef": entropy_coef,
             "desired_kl": 0.01,
             "max_grad_norm": 1.0,
             "value_loss_coef": 1.0,
@@ -221,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.manual_seed(args.seed)
     runner_class = RUNNERS[args.runner]
-    cfg = mjlab_go1_cfg(args.algorithm, check_for_nan=args.runner == "stock")
+    cfg = mjlab_go1_cfg(
+        args.algorithm, check_for_nan=args.runner == "stock", entropy_coef=ENTROPY.get(args.env_id, 0.01)
+    )
     cfg["save_interval"] = args.save_every
     cfg["seed"] = args.seed  # as mjlab's train script sets agent.seed (rsl_rl itself does not read it)
     recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
@@ -307,8 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "env_steps": (it + 1) * steps_per_iteration,
             "track_lin_vel": value(mjlab.get("Episode_Reward/track_linear_velocity")),
             "track_ang_vel": value(mjlab.get("Episode_Reward/track_angular_velocity")),
-            "track_lin_vel_episodes": pooled["track_linear_velocity"],
-            "track_ang_vel_episodes": pooled["track_angular_velocity"],
+            "track_lin_vel_episodes": pooled.get("track_linear_velocity"),
+            "track_ang_vel_episodes": pooled.get("track_angular_velocity"),
+            "episode_reward": {tag: value(x) for tag, x in mjlab.items()},  # every term (tracking: motion_*)
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],

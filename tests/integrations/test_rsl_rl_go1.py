@@ -147,6 +147,24 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
         assert path.with_suffix(".png").is_file()
 
 
+@pytest.mark.slow
+def test_cpu_run_on_motion_tracking_logs_every_term(script: ModuleType, tmp_path: Path) -> None:
+    """G1 motion tracking trains through the same script with mjlab's tracking entropy (0.005); its rows hold
+    every ``Episode_Reward/<term>`` (no ``track_*`` term there) and a checkpoint that plays."""
+    argv = ["--env-id", "gym_graphreset/G1-Tracking-Flat-v0", "--device", "cpu", "--num-envs", "4"]
+    argv += ["--budget-s", "1", "--max-iterations", "1", "--max-episode-steps", "10", "--out", str(tmp_path)]
+    assert script.main([*argv, "--name", "tracking.json", "--save-dir", str(tmp_path / "ckpt")]) == 0
+    record = json.loads((tmp_path / "tracking.json").read_text())
+    assert record["rl_cfg"]["algorithm"]["entropy_coef"] == 0.005
+    (row,) = record["rows"]
+    assert row["track_lin_vel"] is None and row["track_lin_vel_episodes"] is None
+    rewards = row["episode_reward"]
+    assert {"Episode_Reward/motion_body_pos", "Episode_Reward/self_collisions"} <= set(rewards)
+    assert 0 < rewards["Episode_Reward/motion_body_pos"] <= 1.0  # weight 1 x exp(...) <= 1 per second
+    policy = load_policy(tmp_path / "ckpt" / "model_0.pt")
+    assert policy.source.env_id == "gym_graphreset/G1-Tracking-Flat-v0"
+
+
 def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     """Bad sizes and a missing reference are refused by flag name before anything is built."""
     for argv, flag in (
