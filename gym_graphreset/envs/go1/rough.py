@@ -61,7 +61,7 @@ def go1_rough_xml(
     ) -> None:
         s = spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT)
         s.objtype, s.objname, s.reftype, s.refname = kind, obj, ref, ref_name
-        s.intprm[:3] = [3, 3, 1]  # found|force, net force, one slot (as the foot sensors)
+        s.intprm[:3] = [3, 0, 1]  # found|force, no reduction, one slot: the first contact (mjlab's reduce="none")
 
     for group, pattern in CONTACT_GROUPS.items():
         for geom in contact_geoms(names, pattern):
