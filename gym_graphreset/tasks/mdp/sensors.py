@@ -1,8 +1,8 @@
 """Sensors: state read from the physics after every step, before rewards and terminations.
 
 :class:`ContactSensorCfg` reads MuJoCo ``contact`` sensors (data ``found`` and ``force``, as the model
-declares them) and keeps the contact bookkeeping that legged rewards need: contact flags, net forces, air
-and contact times, which feet touched down this step (mjlab's ``ContactSensor`` with air time), and, with
+declares them) and keeps the contact bookkeeping that legged rewards need: contact flags, forces, air and
+contact times, which feet touched down this step (mjlab's ``ContactSensor`` with air time), and, with
 ``history_length``, the force after each of the step's substeps (recorded on the device by the physics).
 """
 
@@ -21,7 +21,10 @@ __all__ = ["ContactSensor", "ContactSensorCfg"]
 
 @dataclass(frozen=True)
 class ContactSensorCfg:
-    """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and the net force (3).
+    """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and a force (3).
+
+    The force is what the MuJoCo sensor's ``reduce`` declares: the net force of its contacts (``netforce``,
+    the feet's), or its first contact's (no reduction and one slot, mjlab's collision sensors).
 
     Attributes:
         sensor_names: The MuJoCo ``contact`` sensors, in order.
@@ -48,10 +51,10 @@ class ContactSensor:
 
     Attributes:
         in_contact: ``(n, k)`` 1.0 / 0.0.
-        force: ``(n, k, 3)`` net contact force.
+        force: ``(n, k, 3)`` the sensors' forces (see :class:`ContactSensorCfg`).
         air_time, contact_time: ``(n, k)`` seconds since the last touch-down / lift-off.
         first_contact: ``(n, k)`` 1.0 where the body touched down this step.
-        force_history: ``(n, k, history_length, 3)`` the net force after each of the step's last
+        force_history: ``(n, k, history_length, 3)`` the force after each of the step's last
             ``history_length`` substeps, oldest first (``None`` without ``history_length``).
     """
 
@@ -89,7 +92,7 @@ class ContactSensor:
             self.force_history = z(self.k, cfg.history_length, 3)
 
     def update(self) -> None:
-        """Read this step's contacts; count air and contact time."""
+        """Read this step's contacts; count air and contact time; keep the substeps' forces (with history)."""
         env = self.env
         data = env.sensordata[:, self._cols].view(env.num_envs, self.k, 4)
         self.in_contact.copy_((data[..., 0] > 0).float())
