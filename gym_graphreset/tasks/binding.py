@@ -111,11 +111,15 @@ def check_params(func: Any, params: Mapping[str, Any], what: str) -> None:
             )
 
 
-def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, Any], what: str) -> Callable[..., Any]:
+def bind(
+    env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, Any], what: str, call_args: int = 0
+) -> Callable[..., Any]:
     """``func`` with ``env`` and ``params`` bound; a class is built once as ``func(env, **params)``.
 
-    Refuses params the function does not take and values its :func:`accepts` rules refuse, naming the term;
-    a term class's own ``ValueError`` is raised again with the term's name.
+    ``call_args``: the positional arguments the manager passes at each call (events: the rows and their draws;
+    a curriculum term: the rows). Refuses params the function does not take, required ones missing, and values
+    its :func:`accepts` rules refuse, naming the term; a term class's own ``ValueError`` is raised again with
+    the term's name.
     """
     try:
         signature = inspect.signature(func)
@@ -127,6 +131,15 @@ def bind(env: ManagerBasedEnv, func: Callable[..., Any], params: Mapping[str, An
         unknown = [k for k in params if k not in accepted and not takes_kwargs]
         if unknown:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} takes no parameter(s) {unknown}")
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        skip = 1 + (0 if inspect.isclass(func) else call_args)  # env, then what each call passes
+        missing = [
+            p.name
+            for p in list(accepted.values())[skip:]
+            if p.kind in named and p.default is inspect.Parameter.empty and p.name not in params
+        ]
+        if missing:
+            raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} needs parameter(s) {missing} in its params")
     check_params(func, params, what)
     if inspect.isclass(func):
         try:

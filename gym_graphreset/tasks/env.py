@@ -63,6 +63,13 @@ class InitialState:
     qvel: torch.Tensor
 
 
+class Sensors(dict[str, Any]):
+    """The task's sensors by name: an unknown name is refused with the names there are (not a bare KeyError)."""
+
+    def __missing__(self, key: str) -> Any:
+        raise KeyError(f"the task has no sensor {key!r} (TaskCfg.sensors); its sensors: {sorted(self)}")
+
+
 class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     """A manager-based task on MuJoCo Warp (see the module docstring).
 
@@ -137,7 +144,9 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.streams = StreamAllocator(stream + 20)
         self.action_manager = ActionManager(self)
         self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
-        self.sensors: dict[str, Any] = {n: s.build(self) for n, s in cfg.sensors.items()}
+        self.sensors: dict[str, Any] = Sensors()
+        for n, s in cfg.sensors.items():
+            self.sensors[n] = s.build(self)
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers

@@ -212,21 +212,23 @@ class EventManager:
             by_mode[term.mode].append((name, term))
         self._by_mode = by_mode
         self.startup = [
-            (n, bind(env, t.func, t.params, f"events[{n!r}]"), startup_block.allocate(f"events.{n}", t.draws))
-            for n, t in by_mode["startup"]
+            (n, self._bind(t, n), startup_block.allocate(f"events.{n}", t.draws)) for n, t in by_mode["startup"]
         ]
         self.reset_events = [
-            (n, bind(env, t.func, t.params, f"events[{n!r}]"), reset_block.allocate(f"events.{n}", t.draws))
-            for n, t in by_mode["reset"]
+            (n, self._bind(t, n), reset_block.allocate(f"events.{n}", t.draws)) for n, t in by_mode["reset"]
         ]
         self._step_block, self._reset_block = step_block, reset_block
         self.interval: list[tuple[str, Callable[..., Any], EventTerm, torch.Tensor]] = []
         self.timers: dict[str, torch.Tensor] = {}
 
+    def _bind(self, term: EventTerm, name: str) -> Callable[..., Any]:
+        """The event's function bound to the env and its params; each call passes the rows and their draws."""
+        return bind(self.env, term.func, term.params, f"events[{name!r}]", call_args=2)
+
     def allocate_step(self) -> None:
         """Step-block words of the interval events (after the commands': the block's order)."""
         for n, t in self._by_mode["interval"]:
-            call = bind(self.env, t.func, t.params, f"events[{n!r}]")
+            call = self._bind(t, n)
             timer = torch.zeros(self.env.num_envs, device=self.env.device)
             self.interval.append((n, call, t, timer))
             self.timers[n] = timer
@@ -271,7 +273,9 @@ class CurriculumManager:
     """Curriculum terms run at each reset, before the reset rows' state is redrawn; their values are kept."""
 
     def __init__(self, env: ManagerBasedEnv) -> None:
-        self.calls = {n: bind(env, t.func, t.params, f"curriculum[{n!r}]") for n, t in env.cfg.curriculum.items()}
+        self.calls = {
+            n: bind(env, t.func, t.params, f"curriculum[{n!r}]", call_args=1) for n, t in env.cfg.curriculum.items()
+        }
         self.values: dict[str, torch.Tensor] = {}
 
     def reset(self, rows: torch.Tensor) -> None:

@@ -156,12 +156,10 @@ def test_step_is_seen_where_rays_land_on_it(env: ManagerBasedEnv) -> None:
     assert bool(on_step[2].all())
 
 
-def test_misses_read_max_distance_and_group_filter() -> None:
-    """A ray past ``max_distance`` reads ``max_distance``; a group without geoms hits nothing."""
+def test_misses_read_max_distance() -> None:
+    """A ray past ``max_distance`` reads ``max_distance`` (a group without geoms is refused: see below)."""
     near = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base", max_distance=0.4)), 1, device="cpu")
     assert torch.allclose(height_scan(near, "scan"), torch.full((1, 187), 0.4))  # base at 0.5 over the plane
-    none = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base", geom_group=4)), 1, device="cpu")
-    assert torch.allclose(height_scan(none, "scan"), torch.full((1, 187), 5.0))
 
 
 def test_scan_makes_no_host_read(env: ManagerBasedEnv) -> None:
@@ -288,7 +286,8 @@ def test_foot_clearance_matches_mujoco_mj_ray_on_generated_terrain() -> None:
     ("change", "message"),
     [
         ({"sites": ()}, "`sites` must be a non-empty tuple of site names, got ()"),
-        ({"radius": -0.1}, "`radius` must be a number >= 0, got -0.1"),
+        ({"radius": -0.1}, "`radius` must be a finite number >= 0, got -0.1"),
+        ({"radius": float("inf")}, "`radius` must be a finite number >= 0, got inf"),
         ({"num_samples": 2.5}, "`num_samples` must be an int >= 0, got 2.5"),
         ({"max_distance": 0.0}, "`max_distance` must be a finite number > 0, got 0.0"),
         ({"geom_group": 6}, "`geom_group` must be None or an int in [0, 5], got 6"),
@@ -369,3 +368,25 @@ def test_feet_and_normal_make_no_host_read() -> None:
         upright(env, 0.3, terrain_sensor_name="scan")
 
     assert_no_host_reads(compute)
+
+
+def test_sensors_refuse_what_would_read_nothing() -> None:
+    """A geom group with no geom in it (every ray would miss and read plausible values), an unknown site
+    (the model's sites listed), a plane fit on fewer than 3 points, the wrong kind of sensor."""
+    with pytest.raises(ValueError, match=re.escape("no geom of the model is in `geom_group` 4, so every ray")):
+        ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base", geom_group=4)), 1, device="cpu")
+    with pytest.raises(
+        ValueError, match=re.escape("TerrainHeightSensorCfg: no geom of the model is in `geom_group` 3")
+    ):
+        ManagerBasedEnv(
+            task(FLOATER, RayCastSensorCfg("base"), TerrainHeightSensorCfg(FEET, geom_group=3)), 1, device="cpu"
+        )
+    with pytest.raises(ValueError, match=re.escape("no site 'toe'; the model's sites: ['foot_a', 'foot_b']")):
+        ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base"), TerrainHeightSensorCfg(("toe",))), 1, device="cpu")
+    env = ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("base"), TerrainHeightSensorCfg(FEET)), 1, device="cpu")
+    with pytest.raises(ValueError, match=re.escape("`max_points` must be an int >= 3 (a plane needs 3 points), got 2")):
+        terrain_normal(env, "scan", max_points=2)
+    with pytest.raises(TypeError, match="terrain_normal: sensor 'feet' is a TerrainHeightSensor, not a RayCastSensor"):
+        terrain_normal(env, "feet")
+    with pytest.raises(TypeError, match="terrain_height: sensor 'scan' is a RayCastSensor, not a TerrainHeightSensor"):
+        terrain_height(env, "scan")

@@ -235,12 +235,30 @@ def _changed_after_declaring(term: RewardTerm, **params: Any) -> RewardTerm:
             ),
             "rewards['pose']: VariablePosture: `walking_threshold` (2.0) must be <= `running_threshold` (1.5)",
         ),
+        (
+            lambda c: c.with_term("rewards", "hit", RewardTerm(mdp.self_collision_cost, -1.0, {})),
+            "rewards['hit']: 'self_collision_cost' needs parameter(s) ['sensor_name'] in its params",
+        ),
+        (
+            lambda c: c.with_term("rewards", "hit", RewardTerm(mdp.self_collision_cost, -1.0, {"sensor_name": "x"})),
+            "the task has no sensor 'x' (TaskCfg.sensors); its sensors: ['feet_contact']",
+        ),
     ],
-    ids=["unknown-param", "unknown-geom", "bad-obs-shape", "zero-std-at-bind", "posture-thresholds"],
+    ids=[
+        "unknown-param",
+        "unknown-geom",
+        "bad-obs-shape",
+        "zero-std-at-bind",
+        "posture-thresholds",
+        "missing-param",
+        "unknown-sensor",
+    ],
 )
 def test_bad_terms_are_refused_by_name(change: Any, message: str) -> None:
-    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
-        ManagerBasedEnv(change(user_task()), 2, device="cpu")
+    """Each is refused naming the term, at construction or (a sensor looked up by a reward) at the first step."""
+    with pytest.raises((ValueError, TypeError, KeyError), match=re.escape(message)):
+        env = ManagerBasedEnv(change(user_task()), 2, device="cpu")
+        env.step(torch.zeros(2, 2))
 
 
 def test_config_refuses_bad_values_by_field() -> None:

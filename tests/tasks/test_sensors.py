@@ -73,6 +73,13 @@ def test_bad_history_length_is_refused(history_length: object, message: str) -> 
         mdp.ContactSensorCfg(("left_contact",), history_length=history_length)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("names", [(), "left_contact", ("left_contact", "")])
+def test_bad_sensor_names_are_refused(names: object) -> None:
+    """An empty tuple, a bare string (not iterated letter by letter) or an empty name."""
+    with pytest.raises(ValueError, match=re.escape("`sensor_names` must be a non-empty tuple of sensor names")):
+        mdp.ContactSensorCfg(names)  # type: ignore[arg-type]
+
+
 def test_history_longer_than_a_step_is_refused() -> None:
     with pytest.raises(ValueError, match=re.escape("`history_length` 5 exceeds the task's decimation 4")):
         ManagerBasedEnv(_task(4, 5), N, device="cpu", max_episode_steps=10)
@@ -83,6 +90,8 @@ def test_record_substeps_is_refused_after_the_physics_ran() -> None:
     env = ManagerBasedEnv(_task(4, 0), N, device="cpu", max_episode_steps=10)
     with pytest.raises(ValueError, match=re.escape(f"in [0, {env.mjm.nsensordata}), got [{env.mjm.nsensordata}]")):
         env.record_substeps([env.mjm.nsensordata])
+    with pytest.raises(ValueError, match=re.escape("a non-empty sequence of sensordata columns in")):
+        env.record_substeps([0.5])  # type: ignore[list-item]  # not truncated to column 0
     env.step(torch.zeros(N, 2))
     with pytest.raises(RuntimeError, match="the physics has run already"):
         env.record_substeps([0])

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
@@ -295,15 +296,15 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
 
         Raises:
             RuntimeError: the physics has run already.
-            ValueError: ``cols`` empty, or a column not in ``[0, nsensordata)``.
+            ValueError: ``cols`` empty, not integers, or a column not in ``[0, nsensordata)``.
         """
         from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
 
         if self._physics_started:
             raise RuntimeError("record_substeps: the physics has run already; ask while building the env")
-        cols = [int(c) for c in cols]
-        bad = [c for c in cols if not 0 <= c < self.mjm.nsensordata]
-        if not cols or bad:
+        cols = list(cols)
+        ints = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cols)
+        if not cols or not ints or any(not 0 <= c < self.mjm.nsensordata for c in cols):
             raise ValueError(
                 f"record_substeps: `cols` must be a non-empty sequence of sensordata columns in "
                 f"[0, {self.mjm.nsensordata}), got {cols!r}"

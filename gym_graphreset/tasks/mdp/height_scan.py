@@ -105,6 +105,18 @@ class RayCastSensorCfg:
         return RayCastSensor(self, env)
 
 
+def _check_geom_group(env: ManagerBasedEnv, group: int | None, where: str) -> None:
+    """Refuse a ``geom_group`` no geom of the model is in: every ray would miss, silently."""
+    if group is None:
+        return
+    groups = sorted({int(g) for g in env.mjm.geom_group})
+    if group not in groups:
+        raise ValueError(
+            f"{where}: no geom of the model is in `geom_group` {group}, so every ray would miss; "
+            f"its geoms are in groups {groups} (the terrain's: TerrainGeneratorCfg.geom_group)"
+        )
+
+
 class _Rays:
     """What both sensors share: their warp buffers (set by each) and one ``mujoco_warp.rays`` launch over them."""
 
@@ -150,6 +162,7 @@ class RayCastSensor(_Rays):
 
         self.cfg, self.env = cfg, env
         n, dev = env.num_envs, env.device
+        _check_geom_group(env, cfg.geom_group, "RayCastSensorCfg")
         self.body_id = env.body_id(cfg.body)
         self.offsets = grid_pattern(cfg.size, cfg.resolution).to(dev)
         k = self.offsets.shape[0]
@@ -236,6 +249,10 @@ def terrain_normal(env: ManagerBasedEnv, sensor_name: str, max_points: int = 32)
     when it has more, :func:`~gym_graphreset.tasks.mdp.math.fit_plane_normal` of their hits; ``(0, 0, 1)``
     where too few rays hit or the hits lie on a line.
     """
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or max_points < 3:
+        raise ValueError(
+            f"terrain_normal: `max_points` must be an int >= 3 (a plane needs 3 points), got {max_points!r}"
+        )
     sensor = _height_scan_sensor(env, sensor_name, "terrain_normal")
 
     def compute() -> torch.Tensor:
@@ -286,8 +303,9 @@ class TerrainHeightSensorCfg:
         where = "TerrainHeightSensorCfg"
         if not (isinstance(self.sites, tuple) and self.sites and all(isinstance(x, str) for x in self.sites)):
             raise ValueError(f"{where}: `sites` must be a non-empty tuple of site names, got {self.sites!r}")
-        if not (isinstance(self.radius, (int, float)) and not isinstance(self.radius, bool) and self.radius >= 0):
-            raise ValueError(f"{where}: `radius` must be a number >= 0, got {self.radius!r}")
+        r = self.radius
+        if not (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r < float("inf")):
+            raise ValueError(f"{where}: `radius` must be a finite number >= 0, got {r!r}")
         n = self.num_samples
         if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
             raise ValueError(f"{where}: `num_samples` must be an int >= 0, got {n!r}")
@@ -318,7 +336,12 @@ class TerrainHeightSensor(_Rays):
 
         self.cfg, self.env = cfg, env
         n, dev, wdev = env.num_envs, env.device, env.wp_device
-        self.site_ids = env.site_ids(cfg.sites)
+        _check_geom_group(env, cfg.geom_group, "TerrainHeightSensorCfg")
+        try:
+            self.site_ids = env.site_ids(cfg.sites)
+        except ValueError as exc:
+            sites = [env.mjm.site(i).name for i in range(env.mjm.nsite)]
+            raise ValueError(f"TerrainHeightSensorCfg: {exc}; the model's sites: {sites}") from exc
         self.offsets = ring_pattern(cfg.radius, cfg.num_samples).to(dev)
         f, r = len(cfg.sites), self.offsets.shape[0]
         self._shape = (n, f, r)

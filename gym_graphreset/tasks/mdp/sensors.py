@@ -37,6 +37,11 @@ class ContactSensorCfg:
     history_length: int = 0
 
     def __post_init__(self) -> None:
+        names = self.sensor_names
+        if not (isinstance(names, tuple) and names and all(isinstance(n, str) and n for n in names)):
+            raise ValueError(
+                f"ContactSensorCfg: `sensor_names` must be a non-empty tuple of sensor names, got {names!r}"
+            )
         h = self.history_length
         if isinstance(h, bool) or not isinstance(h, int) or h < 0:
             raise ValueError(f"ContactSensorCfg: `history_length` must be an int >= 0, got {h!r}")
