@@ -19,10 +19,22 @@ import numpy as np
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = ["FINITE", "NON_NEGATIVE", "POSITIVE", "Accepts", "accepts", "bind", "check_params", "interval", "number"]
+__all__ = [
+    "FINITE",
+    "NON_NEGATIVE",
+    "POSITIVE",
+    "Accepts",
+    "accepts",
+    "bind",
+    "check_params",
+    "interval",
+    "number",
+    "reads_sensors",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _RULES = "__term_param_rules__"
+_SENSORS = "__term_sensor_kinds__"
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,39 @@ def accepts(**rules: Accepts) -> Callable[[F], F]:
     return mark
 
 
+def reads_sensors(**kinds: type) -> Callable[[F], F]:
+    """Declare which params name a sensor of the task (``TaskCfg.sensors``) and the sensor class each needs.
+
+    :func:`bind` checks them when the env is built, naming the term: an unknown sensor (the task's listed) or
+    one of another kind fails there, not at the first step that reads it. A ``None`` value (an optional
+    sensor) is not checked.
+    """
+
+    def mark(func: F) -> F:
+        setattr(func, _SENSORS, {**getattr(func, _SENSORS, {}), **kinds})
+        return func
+
+    return mark
+
+
+def _check_sensors(env: ManagerBasedEnv, func: Any, params: Mapping[str, Any], what: str) -> None:
+    name = getattr(func, "__name__", func)
+    for param, kind in getattr(func, _SENSORS, {}).items():
+        key = params.get(param)
+        if key is None:
+            continue
+        if key not in env.sensors:
+            raise ValueError(
+                f"{what}: {name!r} param `{param}`: the task has no sensor {key!r}; its sensors: {sorted(env.sensors)}"
+            )
+        sensor = env.sensors[key]
+        if not isinstance(sensor, kind):
+            raise TypeError(
+                f"{what}: {name!r} param `{param}` names sensor {key!r}, a {type(sensor).__name__}; "
+                f"it needs a {kind.__name__}"
+            )
+
+
 def check_params(func: Any, params: Mapping[str, Any], what: str) -> None:
     """Refuse a param value that ``func``'s :func:`accepts` rules do not accept, naming ``what`` and the param."""
     for name, rule in getattr(func, _RULES, {}).items():
@@ -141,6 +186,7 @@ def bind(
         if missing:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} needs parameter(s) {missing} in its params")
     check_params(func, params, what)
+    _check_sensors(env, func, params, what)
     if inspect.isclass(func):
         try:
             built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]

@@ -30,6 +30,7 @@ from gym_graphreset.tasks import (
     ObsTerm,
     RewardTerm,
     TaskCfg,
+    TerminationTerm,
     mdp,
     velocity_task,
 )
@@ -241,7 +242,15 @@ def _changed_after_declaring(term: RewardTerm, **params: Any) -> RewardTerm:
         ),
         (
             lambda c: c.with_term("rewards", "hit", RewardTerm(mdp.self_collision_cost, -1.0, {"sensor_name": "x"})),
-            "the task has no sensor 'x' (TaskCfg.sensors); its sensors: ['feet_contact']",
+            "rewards['hit']: 'self_collision_cost' param `sensor_name`: the task has no sensor 'x'; "
+            "its sensors: ['feet_contact']",
+        ),
+        (
+            lambda c: c.with_term(
+                "terminations", "hit", TerminationTerm(mdp.illegal_contact, {"sensor_name": "s"})
+            ).with_term("sensors", "s", mdp.RayCastSensorCfg("base", geom_group=None)),
+            "terminations['hit']: 'illegal_contact' param `sensor_name` names sensor 's', a RayCastSensor; "
+            "it needs a ContactSensor",
         ),
     ],
     ids=[
@@ -252,13 +261,13 @@ def _changed_after_declaring(term: RewardTerm, **params: Any) -> RewardTerm:
         "posture-thresholds",
         "missing-param",
         "unknown-sensor",
+        "wrong-kind-sensor",
     ],
 )
 def test_bad_terms_are_refused_by_name(change: Any, message: str) -> None:
-    """Each is refused naming the term, at construction or (a sensor looked up by a reward) at the first step."""
-    with pytest.raises((ValueError, TypeError, KeyError), match=re.escape(message)):
-        env = ManagerBasedEnv(change(user_task()), 2, device="cpu")
-        env.step(torch.zeros(2, 2))
+    """Each is refused naming the term when the env is built."""
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        ManagerBasedEnv(change(user_task()), 2, device="cpu")
 
 
 def test_config_refuses_bad_values_by_field() -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from gym_graphreset.tasks.binding import reads_sensors
 from gym_graphreset.tasks.mdp import math as M
 
 if TYPE_CHECKING:
@@ -229,6 +230,7 @@ class RayCastSensor(_Rays):
         """Nothing: a scan holds no per-episode state."""
 
 
+@reads_sensors(sensor_name=RayCastSensor)
 def height_scan(env: ManagerBasedEnv, sensor_name: str, offset: float = 0.0) -> torch.Tensor:
     """Sensor ``sensor_name``'s scan: body height minus hit height per ray, minus ``offset``, ``(n, n_rays)``."""
     h = _height_scan_sensor(env, sensor_name, "height_scan").heights()
@@ -242,6 +244,7 @@ def _height_scan_sensor(env: ManagerBasedEnv, sensor_name: str, where: str) -> R
     return sensor
 
 
+@reads_sensors(sensor_name=RayCastSensor)
 def terrain_normal(env: ManagerBasedEnv, sensor_name: str, max_points: int = 32) -> torch.Tensor:
     """The terrain's upward normal under a scan, ``(n, 3)``: a plane fitted to ``max_points`` of its hits.
 
@@ -399,6 +402,7 @@ class TerrainHeightSensor(_Rays):
         """Nothing: it holds no per-episode state."""
 
 
+@reads_sensors(sensor_name=TerrainHeightSensor)
 def terrain_height(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """Sensor ``sensor_name``'s clearances (a :class:`TerrainHeightSensorCfg`), ``(n, f)``: mjlab's ``foot_height``."""
     sensor = env.sensors[sensor_name]

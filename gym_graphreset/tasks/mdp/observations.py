@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.tasks.binding import reads_sensors
 from gym_graphreset.tasks.mdp import math as M
+from gym_graphreset.tasks.mdp.sensors import ContactSensor
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -112,16 +114,19 @@ def site_height(env: ManagerBasedEnv, sites: tuple[str, ...]) -> torch.Tensor:
     return env.site_xpos[:, env.site_ids(sites), 2]
 
 
+@reads_sensors(sensor_name=ContactSensor)
 def contact_found(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """A contact sensor's contact flags, ``(n, k)``."""
     return env.sensors[sensor_name].in_contact
 
 
+@reads_sensors(sensor_name=ContactSensor)
 def contact_air_time(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """A contact sensor's air times [s], ``(n, k)``."""
     return env.sensors[sensor_name].air_time
 
 
+@reads_sensors(sensor_name=ContactSensor)
 def contact_force_log(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """``sign(F) log(1 + |F|)`` of a contact sensor's net forces, flattened, ``(n, 3k)``."""
     force = env.sensors[sensor_name].force.flatten(1)

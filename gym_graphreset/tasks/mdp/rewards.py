@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number, reads_sensors
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp import observations as O
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, TerrainHeightSensor, terrain_normal
+from gym_graphreset.tasks.mdp.sensors import ContactSensor
 from gym_graphreset.tasks.mdp.terminations import contact_forces
 
 if TYPE_CHECKING:
@@ -68,6 +70,7 @@ def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) 
 
 
 @accepts(std=POSITIVE)
+@reads_sensors(terrain_sensor_name=RayCastSensor)
 def upright(
     env: ManagerBasedEnv, std: float, body: str | None = None, terrain_sensor_name: str | None = None
 ) -> torch.Tensor:
@@ -79,8 +82,6 @@ def upright(
     if terrain_sensor_name is None:
         gravity = O.projected_gravity(env) if body is None else O.body_projected_gravity(env, body)
         return M.upright(gravity, std)
-    from gym_graphreset.tasks.mdp.height_scan import terrain_normal
-
     quat = env.base_quat if body is None else O.body_quat(env, body)
     return M.upright(M.quat_rotate_inverse(quat, terrain_normal(env, terrain_sensor_name)), std)
 
@@ -96,6 +97,7 @@ def angular_momentum_l2(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
 
 
 @accepts(force_threshold=NON_NEGATIVE)
+@reads_sensors(sensor_name=ContactSensor)
 def self_collision_cost(env: ManagerBasedEnv, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
     """The substeps in which a contact of ``sensor_name`` pushes harder than ``force_threshold`` [N] (mjlab's).
 
@@ -117,6 +119,7 @@ def action_rate_l2(env: ManagerBasedEnv) -> torch.Tensor:
 
 
 @accepts(target_height=FINITE, command_threshold=NON_NEGATIVE)
+@reads_sensors(height_sensor_name=TerrainHeightSensor)
 def feet_clearance(
     env: ManagerBasedEnv,
     sites: tuple[str, ...],
@@ -131,6 +134,7 @@ def feet_clearance(
 
 
 @accepts(command_threshold=NON_NEGATIVE)
+@reads_sensors(sensor_name=ContactSensor)
 def feet_slip(
     env: ManagerBasedEnv, sites: tuple[str, ...], sensor_name: str, command_name: str, command_threshold: float
 ) -> torch.Tensor:
@@ -141,6 +145,7 @@ def feet_slip(
 
 
 @accepts(command_threshold=NON_NEGATIVE)
+@reads_sensors(sensor_name=ContactSensor)
 def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, command_threshold: float) -> torch.Tensor:
     """``sum_f |F_f|`` over feet that touched down this step, while the command is active."""
     sensor = env.sensors[sensor_name]
@@ -148,6 +153,7 @@ def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, comm
 
 
 @accepts(target_height=POSITIVE, command_threshold=NON_NEGATIVE)
+@reads_sensors(sensor_name=ContactSensor, height_sensor_name=TerrainHeightSensor)
 class FootSwingHeight:
     """``sum_f (peak_f / target - 1)^2`` at each touch-down: the swing's apex should reach ``target_height``.
 

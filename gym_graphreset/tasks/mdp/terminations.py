@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts, reads_sensors
 from gym_graphreset.tasks.mdp import observations as O
 from gym_graphreset.tasks.mdp.sensors import ContactSensor
 
@@ -35,6 +35,7 @@ def root_height_below(env: ManagerBasedEnv, minimum_height: float) -> torch.Tens
 
 
 @accepts(force_threshold=NON_NEGATIVE)
+@reads_sensors(sensor_name=ContactSensor)
 def illegal_contact(env: ManagerBasedEnv, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
     """Any contact of sensor ``sensor_name`` (a ``ContactSensorCfg``) pushes harder than ``force_threshold`` [N].
 
