@@ -16,7 +16,14 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv, ResetSelection, StepConfig, resolve_reset_mask
+from gym_graphreset import (
+    PRESETS,
+    EpisodeStatistics,
+    FixedShapeAutoresetVectorEnv,
+    ResetSelection,
+    StepConfig,
+    resolve_reset_mask,
+)
 from gym_graphreset.core.rng import counter_normal
 from gym_graphreset.envs import CartPoleVectorEnv
 
@@ -210,3 +217,18 @@ def clips(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[np.ndarray], 
     )
     _Clip.written = []
     return _Clip.written
+
+
+def step_graph_canary(inner: VectorEnv, config: StepConfig, width: int) -> tuple[FixedShapeAutoresetVectorEnv, Any]:
+    """CUDA: ``inner`` under ``config`` (a step graph), six zero-action steps to capture, then the sleep canary over
+    four more; returns the env (open, for its reports) and the canary's result."""
+    from gym_graphreset.testing import assert_sync_free
+
+    env = FixedShapeAutoresetVectorEnv(
+        inner, reset_terms={"ep": EpisodeStatistics()}, config=config, validation_poll_interval=10_000
+    )
+    env.reset(seed=0)
+    a = torch.zeros(inner.num_envs, width, device="cuda")
+    for _ in range(6):
+        env.step(a)
+    return env, assert_sync_free(lambda: env.step(a), device="cuda", steps=4)

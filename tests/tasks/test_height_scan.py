@@ -21,17 +21,10 @@ import torch
 pytest.importorskip("mujoco_warp", reason="the height scan casts MuJoCo Warp rays")
 
 from gym_graphreset.tasks import JointPositionAction, ManagerBasedEnv, ObsGroup, ObsTerm, TaskCfg
-from gym_graphreset.tasks.mdp.height_scan import (
-    RayCastSensorCfg,
-    TerrainHeightSensorCfg,
-    grid_pattern,
-    height_scan,
-    ring_pattern,
-    terrain_height,
-    terrain_normal,
-)
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensorCfg, grid_pattern, height_scan, terrain_normal
 from gym_graphreset.tasks.mdp.math import fit_plane_normal
 from gym_graphreset.tasks.mdp.rewards import upright
+from gym_graphreset.tasks.mdp.terrain_height import TerrainHeightSensorCfg, ring_pattern, terrain_height
 from gym_graphreset.tasks.terrain import (
     FlatTerrainCfg,
     PyramidStairsTerrainCfg,

@@ -46,6 +46,9 @@ class _MJWarpEnvBase(VectorEnv):
 
     device: torch.device
     frame_skip: int
+    d: Any
+    wp_device: Any
+    _physics_started: bool
     batched_model_fields: tuple[str, ...]
     render_size: tuple[int, int]
     _world_renderer: WorldRenderer | None

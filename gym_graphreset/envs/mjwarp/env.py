@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
@@ -33,6 +32,7 @@ from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
 from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase
 from gym_graphreset.envs.mjwarp.construction import default_device as default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
+from gym_graphreset.envs.mjwarp.recording import SubstepRecording
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
 
@@ -40,7 +40,7 @@ OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
-class MJWarpVectorEnv(_MJWarpEnvBase):
+class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
     Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
@@ -116,8 +116,6 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
         reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
             :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
         runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
-        substep_records: The :class:`~gym_graphreset.envs.mjwarp.substeps.SubstepRecord` of every
-            :meth:`record_substeps` call, written after each physics substep.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": ["rgb_array"]}
@@ -287,31 +285,6 @@ class MJWarpVectorEnv(_MJWarpEnvBase):
             if actions is not None:
                 self.ctrl.copy_(actions)
             self.runtime.run("physics", self._physics_body)
-
-    def record_substeps(self, cols: Sequence[int]) -> torch.Tensor:
-        """A ``(num_envs, frame_skip, len(cols))`` view: ``sensordata[:, cols]`` after each substep of the last step.
-
-        Ask while building (in :meth:`_setup_task` or a sensor's ``build``): the physics is captured at its
-        first run, so columns asked for later would never be recorded, and are refused.
-
-        Raises:
-            RuntimeError: the physics has run already.
-            ValueError: ``cols`` empty, not integers, or a column not in ``[0, nsensordata)``.
-        """
-        from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
-
-        if self._physics_started:
-            raise RuntimeError("record_substeps: the physics has run already; ask while building the env")
-        cols = list(cols)
-        ints = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cols)
-        if not cols or not ints or any(not 0 <= c < self.mjm.nsensordata for c in cols):
-            raise ValueError(
-                f"record_substeps: `cols` must be a non-empty sequence of sensordata columns in "
-                f"[0, {self.mjm.nsensordata}), got {cols!r}"
-            )
-        record = SubstepRecord(self.d, cols, self.frame_skip, self.wp_device)
-        self.substep_records.append(record)
-        return record.values
 
     refresh: str = "com"
     """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""

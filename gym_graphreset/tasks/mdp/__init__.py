@@ -17,15 +17,7 @@ from gym_graphreset.tasks.mdp.events import (
     reset_joints_by_offset,
     reset_root_state_uniform,
 )
-from gym_graphreset.tasks.mdp.height_scan import (
-    RayCastSensor,
-    RayCastSensorCfg,
-    TerrainHeightSensor,
-    TerrainHeightSensorCfg,
-    height_scan,
-    terrain_height,
-    terrain_normal,
-)
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, RayCastSensorCfg, height_scan, terrain_normal
 from gym_graphreset.tasks.mdp.observations import (
     base_ang_vel,
     base_lin_vel,
@@ -76,6 +68,7 @@ from gym_graphreset.tasks.mdp.terminations import (
     root_height_below,
     time_out,
 )
+from gym_graphreset.tasks.mdp.terrain_height import TerrainHeightSensor, TerrainHeightSensorCfg, terrain_height
 from gym_graphreset.tasks.mdp.terrain_levels import reset_to_terrain_origin, terrain_level, terrain_levels_vel
 
 __all__ = [

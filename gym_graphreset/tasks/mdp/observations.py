@@ -94,7 +94,7 @@ def feet(
     """
 
     def compute() -> tuple[torch.Tensor, torch.Tensor]:
-        from gym_graphreset.tasks.mdp.height_scan import terrain_height
+        from gym_graphreset.tasks.mdp.terrain_height import terrain_height
 
         ids, bodies = env.site_ids(sites), env.site_body_ids(sites)
         pos = env.site_xpos[:, ids]

@@ -15,9 +15,10 @@ import torch
 from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number, reads_sensors
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp import observations as O
-from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, TerrainHeightSensor, terrain_normal
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensor, terrain_normal
 from gym_graphreset.tasks.mdp.sensors import ContactSensor
 from gym_graphreset.tasks.mdp.terminations import contact_forces
+from gym_graphreset.tasks.mdp.terrain_height import TerrainHeightSensor
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv

@@ -30,7 +30,7 @@ from gym_graphreset.envs.g1.model import (
 )
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
-from tests.conftest import MODES, needs_cuda
+from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 4
@@ -258,18 +258,9 @@ def test_ppo_example_trains_g1(tmp_path: Path) -> None:
 @needs_cuda
 def test_step_graph_is_sync_free() -> None:
     """CUDA: the whole G1 step (compiled) in one graph passes the sleep canary; the compile report is ok."""
-    from gym_graphreset.testing import assert_sync_free
-
     config = StepConfig.preset("step_graph", graph_warmup=2, compile="inductor")
     inner = G1VelocityFlatEnv(1024, device="cuda")
-    env = FixedShapeAutoresetVectorEnv(
-        inner, reset_terms={"ep": EpisodeStatistics()}, config=config, validation_poll_interval=10_000
-    )
-    env.reset(seed=0)
-    a = torch.zeros(1024, NJ, device="cuda")
-    for _ in range(6):
-        env.step(a)
-    canary = assert_sync_free(lambda: env.step(a), device="cuda", steps=4)
+    env, canary = step_graph_canary(inner, config, NJ)
     print(f"\nG1 step graph + compile: {canary}")
     assert env.graph is not None and env.graph.captured
     assert env.capture_report().state["compile"]["ok"]

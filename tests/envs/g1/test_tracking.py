@@ -20,7 +20,7 @@ from gym_graphreset.envs.g1.tracking import G1TrackingFlatEnv, g1_tracking_flat_
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.mdp import motion as T
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
-from tests.conftest import MODES, needs_cuda
+from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 4
@@ -176,18 +176,10 @@ def test_ppo_example_trains_on_tracking(tmp_path: Path) -> None:
 def test_step_graph_is_sync_free() -> None:
     """CUDA: the whole tracking step (sampler, resets, terms) in one graph passes the sleep canary."""
     from gym_graphreset import StepConfig
-    from gym_graphreset.testing import assert_sync_free
 
     config = StepConfig.preset("step_graph", graph_warmup=2)
     inner = G1TrackingFlatEnv(1024, device="cuda", max_episode_steps=20)
-    env = FixedShapeAutoresetVectorEnv(
-        inner, reset_terms={"ep": EpisodeStatistics()}, config=config, validation_poll_interval=10_000
-    )
-    env.reset(seed=0)
-    a = torch.zeros(1024, NJ, device="cuda")
-    for _ in range(6):
-        env.step(a)
-    canary = assert_sync_free(lambda: env.step(a), device="cuda", steps=4)
+    env, canary = step_graph_canary(inner, config, NJ)
     print(f"\nG1 tracking step graph: {canary}")
     assert env.graph is not None and env.graph.captured
     env.close()

@@ -23,7 +23,7 @@ from gym_graphreset.envs.go1.model import ACTION_SCALE, JOINT_NAMES, build_go1_x
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.mdp import VelocityCommandCfg
 from gym_graphreset.testing import assert_masked_matches_selected
-from tests.conftest import MODES, needs_cuda
+from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N = 8
@@ -261,17 +261,8 @@ def test_compiled_step_matches_the_step_as_written() -> None:
 @pytest.mark.parametrize("compile_step", [False, True])
 def test_step_graph_is_sync_free_and_compile_step_reports_ok(compile_step: bool) -> None:
     """CUDA: the whole Go1 step in one graph passes the sleep canary; ``compile_step`` reports ok."""
-    from gym_graphreset.testing import assert_sync_free
-
     config = StepConfig.preset("step_graph", graph_warmup=2, compile="inductor" if compile_step else None)
-    flags = {"config": config, "validation_poll_interval": 10_000}
-    inner = Go1VelocityFlatEnv(1024, device="cuda")
-    env = FixedShapeAutoresetVectorEnv(inner, reset_terms={"ep": EpisodeStatistics()}, **flags)
-    env.reset(seed=0)
-    a = torch.zeros(1024, 12, device="cuda")
-    for _ in range(6):
-        env.step(a)
-    canary = assert_sync_free(lambda: env.step(a), device="cuda", steps=4)
+    env, canary = step_graph_canary(Go1VelocityFlatEnv(1024, device="cuda"), config, 12)
     print(f"\nGo1 step graph, compile_step={compile_step}: {canary}")
     assert env.graph is not None and env.graph.captured
     if compile_step:
