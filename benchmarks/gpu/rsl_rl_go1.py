@@ -1,7 +1,8 @@
 """rsl_rl's OnPolicyRunner on Go1-Velocity-Flat-v0 with mjlab's Go1 PPO settings, for a wall-clock budget.
 
-``--env-id`` also takes the G1 velocity task and G1 motion tracking (``G1-Tracking-Flat-v0``, with mjlab's
-tracking entropy coefficient, 0.005).
+``--env-id`` also takes the G1 velocity task, the rough Go1 and G1 tasks (each row then holds the terrain
+level, mean and highest over the envs: the curriculum's progress) and G1 motion tracking
+(``G1-Tracking-Flat-v0``, with mjlab's tracking entropy coefficient, 0.005).
 
     python benchmarks/gpu/rsl_rl_go1.py --budget-s 120 --out "$OUT" --model-xml /path/to/mjlab/go1.xml \
         --reference benchmarks/results/h200-mjlab-train-Go1-4096.json
@@ -69,12 +70,21 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench.plotting import plot_training_curves
 from gym_graphreset.bench.runner import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
+from gym_graphreset.tasks import ManagerBasedEnv
+from gym_graphreset.tasks.mdp.terrain_levels import terrain_state
+from gym_graphreset.tasks.terrain_state import TerrainState
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"
-ENV_IDS = (ENV_ID, "gym_graphreset/G1-Velocity-Flat-v0", TRACKING_ENV_ID)
-"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 velocity rl configs hold the same
-numbers; its G1 tracking config differs in the entropy coefficient alone, 0.005: :data:`ENTROPY`)."""
+ENV_IDS = (
+    ENV_ID,
+    "gym_graphreset/G1-Velocity-Flat-v0",
+    "gym_graphreset/Go1-Velocity-Rough-v0",
+    "gym_graphreset/G1-Velocity-Rough-v0",
+    TRACKING_ENV_ID,
+)
+"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 velocity rl configs, flat and rough,
+hold the same numbers; its G1 tracking config differs in the entropy coefficient alone, 0.005: :data:`ENTROPY`)."""
 ENTROPY = {TRACKING_ENV_ID: 0.005}
 """Env id -> mjlab's entropy coefficient where it is not the velocity configs' 0.01."""
 
@@ -198,6 +208,15 @@ class Stop(Exception):
     """Raised from the runner's per-iteration log call once the budget or ``--max-iterations`` is spent."""
 
 
+def _terrain_levels(env: Any) -> dict[str, float] | None:
+    """The mean and the highest terrain level over the envs (one host read), or None on a task without terrain."""
+    inner = env.unwrapped
+    if not isinstance(inner, ManagerBasedEnv) or not isinstance(inner.sensors.get("terrain"), TerrainState):
+        return None
+    levels = terrain_state(inner).levels.to(torch.float32)
+    return {"mean": levels.mean().item(), "max": levels.max().item()}
+
+
 def _write(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))
@@ -284,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "track_ang_vel_episodes": "the same sums pooled over the iteration's finished episodes",
             "episode_length": "mean length (steps) of the iteration's finished episodes",
             "mean_reward": "mean raw return of the iteration's finished episodes",
+            "terrain_level": "rough tasks: the mean and the highest terrain level over the envs after the iteration",
         },
         "rows": [],
         "setup_s": time.perf_counter() - setup_start,
@@ -325,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],
+            "terrain_level": _terrain_levels(inner),  # rough tasks: mjlab's Curriculum/terrain_levels (the mean)
         }
         record["rows"].append(row)
         _write(path, record)

@@ -119,6 +119,7 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
     assert row["iteration"] == 0 and row["env_steps"] == 24 * num_envs and row["wall_s"] > 0
     assert row["episodes"] >= num_envs  # 24 steps over a 10-step horizon: every row ended at least once
     assert 1 <= row["episode_length"] <= horizon
+    assert row["terrain_level"] is None  # a flat task has no terrain
     for key in ("track_lin_vel", "track_ang_vel"):  # weight 2 x exp(...) <= 2 per second of the horizon
         assert 0 < row[key] <= 2.0, key
         assert 0 < row[f"{key}_episodes"] <= 2.0, key
@@ -163,6 +164,19 @@ def test_cpu_run_on_motion_tracking_logs_every_term(script: ModuleType, tmp_path
     assert 0 < rewards["Episode_Reward/motion_body_pos"] <= 1.0  # weight 1 x exp(...) <= 1 per second
     policy = load_policy(tmp_path / "ckpt" / "model_0.pt")
     assert policy.source.env_id == "gym_graphreset/G1-Tracking-Flat-v0"
+
+
+@pytest.mark.slow
+def test_cpu_run_on_rough_terrain_records_terrain_levels(script: ModuleType, tmp_path: Path) -> None:
+    """Go1 rough trains through the same script; each row holds the terrain level (mean and highest over the
+    envs, within the generator's rows), which the flat task's rows leave empty."""
+    argv = ["--env-id", "gym_graphreset/Go1-Velocity-Rough-v0", "--device", "cpu", "--num-envs", "4"]
+    argv += ["--budget-s", "1", "--max-iterations", "1", "--max-episode-steps", "10", "--out", str(tmp_path)]
+    assert script.main([*argv, "--name", "rough.json"]) == 0
+    (row,) = json.loads((tmp_path / "rough.json").read_text())["rows"]
+    level = row["terrain_level"]
+    assert 0 <= level["mean"] <= level["max"] <= 9  # mjlab's rough terrain: 10 rows
+    assert level["max"] == int(level["max"])
 
 
 def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,11 +11,11 @@ import gymnasium as gym
 import pytest
 import torch
 
-from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.envs.g1.rough import G1_ROUGH_TERRAIN, G1VelocityRoughEnv, g1_rough_xml, g1_velocity_rough_cfg
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
-from tests.conftest import MODES
+from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 pytest.importorskip("mujoco_warp", reason="the rough task casts MuJoCo Warp rays")
@@ -92,3 +92,16 @@ def test_bad_configs_are_refused() -> None:
         g1_rough_xml(terrain=replace(SMALL, geom_group=3))  # the collision geoms' group
     with pytest.raises(ValueError, match=re.escape("give `model_xml` / `keep_sensors` / `terrain` or `cfg`")):
         G1VelocityRoughEnv(1, device="cpu", cfg=BUSY, terrain=SMALL)
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_step_graph_is_sync_free() -> None:
+    """CUDA, 256 worlds on mjlab's full rough grid: the whole step (height scan, foot rays, substep contact
+    history) compiled in one graph passes the sleep canary, and the compile report is ok."""
+    config = StepConfig.preset("step_graph", graph_warmup=2, compile="inductor")
+    env, canary = step_graph_canary(G1VelocityRoughEnv(256, device="cuda"), config, 29)
+    print(f"\nG1 rough step graph + compile: {canary}")
+    assert env.graph is not None and env.graph.captured
+    assert env.capture_report().state["compile"]["ok"]
+    env.close()
