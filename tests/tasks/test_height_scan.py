@@ -383,3 +383,44 @@ def test_sensors_refuse_what_would_read_nothing() -> None:
         terrain_normal(env, "feet")
     with pytest.raises(TypeError, match="terrain_height: sensor 'scan' is a RayCastSensor, not a TerrainHeightSensor"):
         terrain_height(env, "scan")
+
+
+def test_bvh_cast_equals_the_every_geom_cast_on_generated_terrain() -> None:
+    """The scan's BVH walk gives the distances and geoms of MuJoCo Warp's every-geom cast, ray for ray."""
+    import mujoco_warp as mjw
+
+    gen = TerrainGeneratorCfg(
+        sub_terrains={"rough": RandomRoughTerrainCfg(), "stairs": PyramidStairsTerrainCfg()},
+        size=(4.0, 4.0),
+        num_rows=2,
+        border_width=1.0,
+        seed=7,
+    )
+    terrain = generate_terrain(gen)
+    xml = add_terrain(FLOATER.replace(STEP, ""), terrain)
+    env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(1.0, 0.6), resolution=0.1)), 3, device="cpu")
+    place_over_cells(env, terrain.origins, seed=2, height=(0.5, 1.0))
+    height_scan(env, "scan")
+    sensor = env.sensors["scan"]
+    bvh = (sensor.distances.clone(), sensor.geom_ids.clone())
+    assert (bvh[0] > 0).all()
+    args = (sensor._pnt, sensor._vec, sensor._geomgroup, True, sensor._bodyexclude, sensor._dist, sensor._geomid)
+    mjw.rays(env.m, env.d, *args, sensor._normal)  # no render context: every geom tested
+    torch.testing.assert_close(sensor.distances, bvh[0], atol=1e-5, rtol=0)
+    assert torch.equal(sensor.geom_ids, bvh[1])
+
+
+def test_bvh_follows_geoms_that_move() -> None:
+    """A scanned geom on a moving body: the BVH is refit before each cast, so the scan sees where it went
+    (with the BVH of its first pose, rays under its new pose would pass it by)."""
+    mover = '<body name="plate" pos="5 5 0.2"><freejoint/><geom type="box" size="0.5 0.5 0.02" group="2"/></body>'
+    xml = FLOATER.replace(STEP, "").replace("</worldbody>", f"{mover}</worldbody>")
+    env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(0.2, 0.2), resolution=0.1)), 2, device="cpu")
+    assert env.sensors["scan"]._context.moving
+    place(env, torch.tensor([[-1.0, 0.0, 0.5]] * 2), torch.zeros(2))
+    assert torch.allclose(height_scan(env, "scan"), torch.tensor(0.5), atol=1e-4)  # the floor
+    qpos, qvel = env.state()
+    qpos[:, 8:11] = torch.tensor([-1.0, 0.0, 0.2])  # the plate (after the base's 7 and the arm's 1) under the base
+    env.set_state(qpos, qvel)
+    env.invalidate()
+    assert torch.allclose(height_scan(env, "scan"), torch.tensor(0.5 - 0.22), atol=1e-4)  # on the plate

@@ -3,8 +3,9 @@
 :class:`RayCastSensorCfg` is mjlab's ``RayCastSensorCfg`` with a ``GridPatternCfg`` (1.6 m x 1.0 m at
 0.1 m: 17 x 11 = 187 rays, yaw-aligned, 5 m range, terrain geoms only). Every buffer (ray origins and
 directions, distances, hit geoms, normals) is a warp array allocated once and read by torch zero-copy
-(``wp.to_torch``); a scan launches one ``mujoco_warp.rays`` over all worlds and reads nothing on the host,
-so it runs inside the captured step. The scan is computed on demand, once per step phase (the policy and
+(``wp.to_torch``); a scan launches one ``mujoco_warp.rays`` over all worlds, walking a bounding-volume
+hierarchy of the group's geoms (:func:`ray_context`, as mjlab's sensor does), and reads nothing on the
+host, so it runs inside the captured step. The scan is computed on demand, once per step phase (the policy and
 critic groups share it), so an observation made right after a reset sees the new pose.
 
 :func:`height_scan` is the observation term (mjlab's convention: the body's height minus each hit's height,
@@ -33,9 +34,11 @@ __all__ = [
     "RayBuffers",
     "RayCastSensor",
     "RayCastSensorCfg",
+    "RayContext",
     "check_geom_group",
     "grid_pattern",
     "height_scan",
+    "ray_context",
     "terrain_normal",
 ]
 
@@ -115,7 +118,12 @@ def check_geom_group(env: ManagerBasedEnv, group: int | None, where: str) -> Non
 
 
 class RayBuffers:
-    """What a ray sensor holds: its warp buffers (set by each sensor) and one ``mujoco_warp.rays`` launch over them."""
+    """What a ray sensor holds: its warp buffers (set by each sensor) and one ``mujoco_warp.rays`` launch over them.
+
+    The launch walks a bounding-volume hierarchy of the geoms in the sensor's group (:func:`ray_context`)
+    rather than testing every geom of the model per ray: on a generated terrain of hundreds of boxes that
+    is what keeps a scan cheap beside the physics.
+    """
 
     env: ManagerBasedEnv
     _pnt: Any
@@ -125,11 +133,21 @@ class RayBuffers:
     _dist: Any
     _geomid: Any
     _normal: Any
+    _context: RayContext
+
+    def _set_group(self, group: int | None) -> None:
+        """Cast against geoms of MuJoCo group ``group`` alone (``None``: every group)."""
+        import warp as wp
+
+        mask = [-1.0] * 6 if group is None else [1.0 if g == group else 0.0 for g in range(6)]
+        self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
+        self._context = ray_context(self.env, group)
 
     def _launch(self) -> None:
         import mujoco_warp as mjw
 
-        env = self.env
+        env, context = self.env, self._context
+        context.refit()
         mjw.rays(
             env.m,
             env.d,
@@ -141,7 +159,55 @@ class RayBuffers:
             self._dist,
             self._geomid,
             self._normal,
+            context.rc,
         )
+
+
+@dataclass
+class RayContext:
+    """A MuJoCo Warp ``RenderContext`` used for its BVH of one geom group's geoms, over all worlds.
+
+    Attributes:
+        rc: The render context (no camera: its scene BVH alone).
+        moving: Some geom of the group is on a moving body: the BVH is refit before every cast.
+        fitted: The BVH has been refit to the env's own data once (static geoms: enough).
+    """
+
+    env: ManagerBasedEnv
+    rc: Any
+    moving: bool
+    fitted: bool = False
+
+    def refit(self) -> None:
+        """Bring the BVH to the geoms' current poses where they can have moved (a device launch, no host read)."""
+        import mujoco_warp as mjw
+
+        if self.moving or not self.fitted:
+            mjw.refit_bvh(self.env.m, self.env.d, self.rc)
+            self.fitted = True
+
+
+def ray_context(env: ManagerBasedEnv, group: int | None) -> RayContext:
+    """The env's :class:`RayContext` for ``group`` (``None``: every group), built once and shared by its sensors."""
+
+    def build() -> RayContext:
+        import mujoco_warp as mjw
+        import numpy as np
+        import warp as wp
+
+        mjm = env.mjm
+        groups = list(range(6)) if group is None else [group]
+        with wp.ScopedDevice(env.wp_device):
+            rc = mjw.create_render_context(
+                mjm, nworld=env.num_envs, cam_res=[], render_rgb=[], render_depth=[], render_seg=[],
+                use_textures=False, enabled_geom_groups=groups, cam_active=[],
+            )  # fmt: skip
+        enabled = np.isin(mjm.geom_group, groups)
+        moving = bool((mjm.body_weldid[mjm.geom_bodyid[enabled]] != 0).any())
+        return RayContext(env, rc, moving)
+
+    context: RayContext = env.constant(("ray_context", group), build)
+    return context
 
 
 class RayCastSensor(RayBuffers):
@@ -171,8 +237,7 @@ class RayCastSensor(RayBuffers):
         self._normal = wp.zeros((n, k), dtype=wp.vec3, device=wdev)
         exclude = self.body_id if cfg.exclude_body else -1
         self._bodyexclude = wp.full(k, exclude, dtype=wp.int32, device=wdev)
-        mask = [-1.0] * 6 if cfg.geom_group is None else [1.0 if g == cfg.geom_group else 0.0 for g in range(6)]
-        self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
+        self._set_group(cfg.geom_group)
         self.origins = wp.to_torch(self._pnt)
         self.directions = wp.to_torch(self._vec)
         self.distances = wp.to_torch(self._dist)

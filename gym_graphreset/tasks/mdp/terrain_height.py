@@ -108,8 +108,7 @@ class TerrainHeightSensor(RayBuffers):
         self._normal = wp.zeros((n, f * r), dtype=wp.vec3, device=wdev)
         bodies = [int(b) for b in env.site_body_ids(cfg.sites).tolist() for _ in range(r)]  # each ray's own foot
         self._bodyexclude = wp.array(bodies, dtype=wp.int32, device=wdev)
-        mask = [-1.0] * 6 if cfg.geom_group is None else [1.0 if g == cfg.geom_group else 0.0 for g in range(6)]
-        self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
+        self._set_group(cfg.geom_group)
         self.origins = wp.to_torch(self._pnt).view(n, f, r, 3)
         self.distances = wp.to_torch(self._dist)
         self._normals = wp.to_torch(self._normal).view(n, f, r, 3)
