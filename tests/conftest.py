@@ -35,16 +35,22 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # one xdist worker per core: to
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def load_example(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` (the examples are scripts, not a package)."""
+def load_script(path: Path) -> ModuleType:
+    """Import the script at ``path`` as a module named after its file (scripts are not a package), once."""
+    name = path.stem
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``examples/<name>.py``."""
+    return load_script(EXAMPLES / f"{name}.py")
 
 
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (run on the GPU machine)")

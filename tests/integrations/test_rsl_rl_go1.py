@@ -19,6 +19,7 @@ from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.integrations.export import load_policy
 from gym_graphreset.integrations.rsl_rl import episode_reward_extras
+from tests.conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "benchmarks" / "results" / "h200-mjlab-train-Go1-4096.json"
@@ -27,11 +28,7 @@ REFERENCE = ROOT / "benchmarks" / "results" / "h200-mjlab-train-Go1-4096.json"
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
     """The benchmark script, imported from its path."""
-    spec = importlib.util.spec_from_file_location("rsl_rl_go1", ROOT / "benchmarks" / "gpu" / "rsl_rl_go1.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "gpu" / "rsl_rl_go1.py")
 
 
 def test_cfg_matches_mjlabs_recorded_go1_config(script: ModuleType) -> None:
