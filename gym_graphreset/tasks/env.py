@@ -48,7 +48,7 @@ from gym_graphreset.tasks.managers import (
     RewardManager,
     TerminationManager,
 )
-from gym_graphreset.tasks.model_access import ModelAccess
+from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
 from gym_graphreset.tasks.protocols import CommandTerm
 from gym_graphreset.tasks.recorders import RecorderManager
 
@@ -127,7 +127,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.max_episode_steps = self._horizon or math.ceil(cfg.episode_length_s / self.step_dt - 1e-9)
         self.subtree_com = wp.to_torch(self.d.subtree_com)
         self.sensordata = wp.to_torch(self.d.sensordata)
-        self._cache: dict[Hashable, Any] = {}
+        self._cache = PhaseCache()
         self._constants: dict[Hashable, Any] = {}
         self._model_defaults: dict[str, torch.Tensor] = {}
         for name in self.batched_model_fields:
@@ -259,14 +259,14 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             metrics.update({f"command/{name}/{k}": v.clone() for k, v in command.metrics().items()})
         if metrics:
             info["metrics"] = metrics
-        self.last_obs = obs
+        self._keep_obs(obs)
         self.recorder_manager.record()
         return obs, reward, terminated, truncated, info
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The reset block's draws of every row's new episode; reset events write the state proposals."""
-        u = self.reset_block.draw(self.keys, self.episode)
-        self._reset_u = u
+        u = self._reset_u
+        u.copy_(self.reset_block.draw(self.keys, self.episode))  # in place: a graph may hold it
         state = self.initial_state
         state.qpos = self.init_qpos.expand(self.num_envs, -1).clone()
         state.qvel = torch.zeros_like(self.qvel)
@@ -278,6 +278,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         return self._reset_mask
 
     def _before_reset(self, mask: torch.Tensor) -> None:
+        self.invalidate()  # a reset is a new phase: nothing in it reads a value cached before it
         self.curriculum_manager.reset(mask)
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
@@ -299,9 +300,19 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode, self.elapsed)
         obs = self.observation_manager.compute(step_u, mask)
-        self.last_obs = obs
+        self._keep_obs(obs)
         self.recorder_manager.record(mask)
         return obs
+
+    def _keep_obs(self, obs: Any) -> None:
+        """Copy ``obs`` into :attr:`last_obs`'s buffers, allocated once, so that a graph holding them stays valid."""
+        for group, value in obs.items():
+            kept = self.last_obs[group]
+            if isinstance(kept, dict):
+                for term, tensor in value.items():
+                    kept[term].copy_(tensor)
+            else:
+                kept.copy_(value)
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")

@@ -13,14 +13,29 @@ import torch
 
 from gym_graphreset.capture.host_reads import one_time_uploads
 
-__all__ = ["ModelAccess"]
+__all__ = ["ModelAccess", "PhaseCache"]
+
+
+class PhaseCache:
+    """Values computed once per step phase (:meth:`ModelAccess.cached`), emptied when the physics state changes.
+
+    Not a ``dict`` attribute of the env on purpose: a captured graph's buffer watch scans the env's tensor
+    attributes and dicts of tensors, and these entries are transient (every phase starts with the cache
+    empty: after the physics, after events and at the start of a reset), so a graph never reads an entry
+    computed outside it, and an eager step's new entries must not make a reset graph recapture.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[Hashable, Any] = {}
 
 
 class ModelAccess:
     """Caches and name lookups over the env's MuJoCo model (``mjm``) and MuJoCo Warp model (``m``).
 
-    The env sets ``_cache`` and ``_constants`` (empty dicts) before any term binds, and has ``mjm``, ``m``,
-    ``device``, ``num_envs``, ``joint_names``, ``batched_model_fields`` and ``_model_defaults``.
+    The env sets ``_cache`` (a :class:`PhaseCache`) and ``_constants`` (a dict) before any term binds, and has
+    ``mjm``, ``m``, ``device``, ``num_envs``, ``joint_names``, ``batched_model_fields`` and ``_model_defaults``.
     """
 
     mjm: Any
@@ -30,14 +45,15 @@ class ModelAccess:
     joint_names: tuple[str, ...]
     batched_model_fields: tuple[str, ...]
     _model_defaults: dict[str, torch.Tensor]
-    _cache: dict[Hashable, Any]
+    _cache: PhaseCache
     _constants: dict[Hashable, Any]
 
     def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()`` once per step phase (cleared after the physics, after events and after a reset)."""
-        if key not in self._cache:
-            self._cache[key] = compute()
-        return self._cache[key]
+        values = self._cache.values
+        if key not in values:
+            values[key] = compute()
+        return values[key]
 
     def constant(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()`` once for the env's lifetime (ids, offsets, scale tensors of a term).
@@ -51,7 +67,7 @@ class ModelAccess:
 
     def invalidate(self) -> None:
         """Forget this phase's cached values (the physics state changed)."""
-        self._cache.clear()
+        self._cache.values.clear()
 
     def _id(self, kind: Any, name: str, what: str) -> int:
         import mujoco
