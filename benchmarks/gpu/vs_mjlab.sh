@@ -6,8 +6,9 @@
 #   OUT=/some/dir ROBOT=g1 bash benchmarks/gpu/vs_mjlab.sh
 # mjlab runs in its own interpreter with MJ_PYTHONPATH (its mujoco / mujoco-warp shadow ours).
 # Budget: DEADLINE_S (470 s) in all. The kernels of both sides compile first, in parallel, untimed (~100 s
-# when cold); then per size (4096 first: the headline) our `bench` once per model variant and the mjlab
-# runner, each under its own timeout, cut to what is left of the budget (a step with no time left is skipped).
+# when cold; at most PREWARM_S: 150 s, 300 s for the rough tasks); then per size (4096 first: the headline)
+# our `bench` once per model variant and the mjlab runner, each under its own timeout, cut to what is left of
+# the budget, ours keeping mjlab's timeout in reserve (a step with no time left is skipped).
 # SENSORS=1 keeps the model's own sensors on the variant of mjlab's model file (keep_sensors=true): both
 # sides then compute the same sensors. What comes back under $OUT (flat, 4 files): <robot>_vs_mjlab.{log,json,md,png}.
 set -uo pipefail
@@ -36,6 +37,9 @@ WORK=${WORK:-/tmp/${ROBOT}_vs_mjlab}
 # the states each side's own physics is timed on: step (those its step visits) or free (bench --physics-states)
 PHYSICS_STATES=${PHYSICS_STATES:-step}
 DEADLINE_S=${DEADLINE_S:-470}
+# the untimed kernel compilation of both sides (in parallel); the terrain's heightfield collision kernels alone
+# take about a minute to compile on mjlab's side, so the rough tasks get longer
+case $ROBOT in *-rough) PREWARM_S=${PREWARM_S:-300} ;; *) PREWARM_S=${PREWARM_S:-150} ;; esac
 # size:our timeout per variant (s):mjlab's timeout (s), in the order run
 SPECS=${SPECS:-4096:60:40 512:40:30 16384:70:60}
 # which model variants of ours run: "all", or "mjlab" for the model file of mjlab alone (the same-model headline)
@@ -46,8 +50,8 @@ LOG="$OUT/${ROBOT}_vs_mjlab.log"
 mkdir -p "$OUT" "$WORK"
 : >"$LOG"
 log() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$LOG"; }
-left() {  # seconds this step may take: its cap, cut to the budget left (20 s kept for the merge)
-  local rest=$((DEADLINE_S - SECONDS - 20))
+left() {  # seconds this step may take: its cap ($1), cut to the budget left (20 s kept for the merge, $2 s more)
+  local rest=$((DEADLINE_S - SECONDS - 20 - ${2:-0}))
   echo $((rest < $1 ? rest : $1))
 }
 
@@ -73,12 +77,12 @@ log "compiling kernels (untimed): ours (each variant) and mjlab, in parallel"
 pids=()
 for v in "${variants[@]}"; do
   label=${v%%:*}
-  timeout 150 "${bench[@]}" --num-envs 64 --steps 2 --warmup 2 --variant "$v" --out "$WORK/prewarm-$label" \
+  timeout "$PREWARM_S" "${bench[@]}" --num-envs 64 --steps 2 --warmup 2 --variant "$v" --out "$WORK/prewarm-$label" \
     >"$WORK/prewarm-$label.log" 2>&1 &
   pids+=("$!:$label")
 done
 if ((peer)); then
-  PYTHONPATH=$MJ_PYTHONPATH timeout 150 "$MJ_PYTHON" gym_graphreset/bench/peers/mjlab_runner.py --num-envs 64 --steps 2 \
+  PYTHONPATH=$MJ_PYTHONPATH timeout "$PREWARM_S" "$MJ_PYTHON" gym_graphreset/bench/peers/mjlab_runner.py --num-envs 64 --steps 2 \
     --warmup 2 --device "$MJ_DEVICE" --task "$PEER_TASK" ${MOTION:+--motion-file "$MOTION"} >"$WORK/prewarm-mjlab.log" 2>&1
   log "mjlab prewarm: exit status $? ($(tail -1 "$WORK/prewarm-mjlab.log" | cut -c1-160))"
 fi
@@ -112,7 +116,7 @@ for spec in $SPECS; do
   IFS=: read -r n ours_cap peer_cap <<<"$spec"
   for v in "${variants[@]}"; do
     label=${v%%:*}
-    t=$(left "$ours_cap")
+    t=$(left "$ours_cap" $((peer ? peer_cap : 0)))  # mjlab's cap kept for it: the reference is never squeezed out
     if ((t < 5)); then log "x$n $label: skipped, the budget is spent"; continue; fi
     log "x$n $label (timeout $t s)"
     timeout "$t" "${bench[@]}" --num-envs "$n" --steps "$STEPS" --warmup "$WARMUP" --variant "$v" \
