@@ -97,11 +97,10 @@ def test_bad_configs_are_refused() -> None:
 @pytest.mark.cuda
 @needs_cuda
 def test_step_graph_is_sync_free() -> None:
-    """CUDA, 256 worlds on mjlab's full rough grid: the whole step (height scan, foot rays, substep contact
-    history) compiled in one graph passes the sleep canary, and the compile report is ok."""
-    config = StepConfig.preset("step_graph", graph_warmup=2, compile="inductor")
+    """CUDA, 256 worlds on mjlab's full rough grid: the whole step (height scan and foot rays through their
+    BVH, substep contact history) in one graph passes the sleep canary (compile is covered on flat G1)."""
+    config = StepConfig.preset("step_graph", graph_warmup=2)
     env, canary = step_graph_canary(G1VelocityRoughEnv(256, device="cuda"), config, 29)
-    print(f"\nG1 rough step graph + compile: {canary}")
+    print(f"\nG1 rough step graph: {canary}")
     assert env.graph is not None and env.graph.captured
-    assert env.capture_report().state["compile"]["ok"]
     env.close()
