@@ -164,12 +164,12 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.curriculum_manager = CurriculumManager(self)
         self.metric_manager = MetricManager(self)
         self.initial_state = InitialState(self.init_qpos.expand(self.num_envs, -1).clone(), torch.zeros_like(self.qvel))
-        self._reset_u = torch.zeros(self.num_envs, self.reset_block.size, device=self.device)
         self.single_action_space = spaces.Box(-np.inf, np.inf, (self.action_manager.dim,), np.float32)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_manager = ObservationManager(self, self.step_block)  # probes each term's width
         for block in (self.reset_block, self.step_block, self.startup_block):
             block.freeze()
+        self._reset_u = torch.zeros(self.num_envs, self.reset_block.size, device=self.device)  # the frozen width
         self.observation_layout = self.observation_manager.layout
         self.last_obs: dict[str, Any] = {
             g: {t: torch.zeros(self.num_envs, c.stop - c.start, device=self.device) for t, c in cols.items()}
