@@ -13,11 +13,36 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gym_graphreset.bench.plotting import load_training_curve
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_rows(rows: list[dict[str, Any]]) -> None:
+    """Refuse, naming the row and field, what the panels cannot draw (a non-numeric value where a number goes).
+
+    Raises:
+        ValueError: ``env_steps`` not a number; ``episode_length`` neither a number nor null; ``episode_reward`` or
+            ``terrain_level`` neither null nor an object of numbers (or nulls).
+    """
+    for i, row in enumerate(rows):
+        if not _number(row["env_steps"]):
+            raise ValueError(f"row {i}: 'env_steps' must be a number, got {row['env_steps']!r}")
+        if row["episode_length"] is not None and not _number(row["episode_length"]):
+            raise ValueError(f"row {i}: 'episode_length' must be a number or null, got {row['episode_length']!r}")
+        for key in ("episode_reward", "terrain_level"):
+            value = row.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, dict) or not all(v is None or _number(v) for v in value.values()):
+                raise ValueError(f"row {i}: '{key}' must be null or an object of numbers, got {value!r}")
 
 
 def _series(rows: list[dict[str, Any]], get: Any) -> tuple[list[float], list[float]]:
@@ -31,8 +56,9 @@ def _series(rows: list[dict[str, Any]], get: Any) -> tuple[list[float], list[flo
     return xs, ys
 
 
-def plot(rows: list[dict[str, Any]], out: Path, title: str, dt: float) -> Path:
-    """Draw the panels of :mod:`plot_training` for ``rows`` into ``out``; returns ``out``."""
+def plot(rows: list[dict[str, Any]], out: Path, title: str, dt: float) -> Path | None:
+    """Draw the panels of :mod:`plot_training` for ``rows`` into ``out``; returns ``out``, or None (and draws
+    nothing) when no row holds a value to draw."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,20 +66,24 @@ def plot(rows: list[dict[str, Any]], out: Path, title: str, dt: float) -> Path:
 
     terms = sorted({t for r in rows for t, v in (r.get("episode_reward") or {}).items() if v is not None and v > 0})
     levels = any(r.get("terrain_level") for r in rows)
+    if not terms and not levels and all(r["episode_length"] is None for r in rows):
+        return None
+    marker = "o" if len(rows) < 3 else None  # a line through one point draws nothing
     fig, axes = plt.subplots(1, 2 + levels, figsize=(5.0 * (2 + levels), 3.6), squeeze=False)
     ax = axes[0][0]
-    ax.plot(*_series(rows, lambda r: None if r["episode_length"] is None else r["episode_length"] * dt))
+    ax.plot(*_series(rows, lambda r: None if r["episode_length"] is None else r["episode_length"] * dt), marker=marker)
     ax.set(xlabel="env steps (M)", ylabel="mean episode length (s)", title="episode length")
     ax = axes[0][1]
     for term in terms:
-        ax.plot(*_series(rows, lambda r, t=term: (r.get("episode_reward") or {}).get(t)), label=term.split("/")[-1])
+        values = _series(rows, lambda r, t=term: (r.get("episode_reward") or {}).get(t))
+        ax.plot(*values, label=term.split("/")[-1], marker=marker)
     ax.set(xlabel="env steps (M)", ylabel="episode sum / episode length (s)", title="Episode_Reward/<term>")
     if terms:
         ax.legend(fontsize=7)
     if levels:
         ax = axes[0][2]
         for key in ("mean", "max"):
-            ax.plot(*_series(rows, lambda r, k=key: (r.get("terrain_level") or {}).get(k)), label=key)
+            ax.plot(*_series(rows, lambda r, k=key: (r.get("terrain_level") or {}).get(k)), label=key, marker=marker)
         ax.set(xlabel="env steps (M)", ylabel="terrain level", title="terrain curriculum")
         ax.legend()
     fig.suptitle(title)
@@ -73,13 +103,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.json.is_file():
         parser.error(f"no such JSON: {args.json}")
-    if not args.dt > 0:
-        parser.error(f"--dt must be > 0, got {args.dt}")
-    rows = load_training_curve(args.json)
+    if not (args.dt > 0 and math.isfinite(args.dt)):
+        parser.error(f"--dt must be a finite number > 0, got {args.dt}")
+    out = args.out or args.json.with_suffix(".png")
+    if not out.parent.is_dir():
+        parser.error(f"--out: no folder {out.parent}")
+    try:
+        rows = load_training_curve(args.json)
+        check_rows(rows)
+    except (OSError, ValueError) as exc:
+        parser.error(f"{args.json}: {exc}" if str(args.json) not in str(exc) else str(exc))
     if importlib.util.find_spec("matplotlib") is None:
         print("matplotlib is not installed (pip install matplotlib): no figure")
         return 0
-    out = plot(rows, args.out or args.json.with_suffix(".png"), args.title or args.json.stem, args.dt)
+    if plot(rows, out, args.title or args.json.stem, args.dt) is None:
+        print(f"nothing to draw: no row of {args.json} has an episode length, a reward term or a terrain level")
+        return 1
     print(f"wrote {out}")
     return 0
 

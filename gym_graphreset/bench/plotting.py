@@ -247,15 +247,23 @@ def load_training_curve(path: Path) -> list[dict[str, Any]]:
     or ``null``). Other keys are kept and ignored.
 
     Raises:
-        ValueError: no ``rows`` list, or a row missing one of :data:`TRAINING_FIELDS`.
+        ValueError: not JSON, no ``rows`` list, or a row that is not an object or misses one of
+            :data:`TRAINING_FIELDS`.
     """
     import json
 
-    record = json.loads(Path(path).read_text())
-    rows = record.get("rows") if isinstance(record, dict) else None
-    if not isinstance(rows, list):
+    try:
+        record = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(record, dict):
         raise ValueError(f"{path}: expected a JSON object with a 'rows' list, got {type(record).__name__}")
+    rows = record.get("rows")
+    if not isinstance(rows, list):
+        raise ValueError(f"{path}: expected a 'rows' list, got {type(rows).__name__} (keys: {sorted(record)})")
     for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: row {i} is a {type(row).__name__}, not an object")
         missing = [k for k in TRAINING_FIELDS if k not in row]
         if missing:
             raise ValueError(f"{path}: row {i} lacks {missing} (every row needs {list(TRAINING_FIELDS)})")

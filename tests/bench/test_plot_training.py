@@ -51,14 +51,72 @@ def test_writes_the_figure(script: ModuleType, tmp_path: Path, levels: bool) -> 
     assert width == pytest.approx(110 * 5.0 * (3 if levels else 2), abs=2)
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not JSON"),
+        ('{"iterations": []}', "expected a 'rows' list"),
+        ('{"rows": [1, 2]}', "row 0 is a int"),
+        ('{"rows": [{"wall_s": 1}]}', "lacks"),
+    ],
+)
+def test_refuses_bad_files_by_name(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    """A file that is not a training curve is a one-line error naming what is wrong, not a traceback."""
+    path = tmp_path / "run.json"
+    path.write_text(content)
+    with pytest.raises(SystemExit):
+        script.main([str(path)])
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("env_steps", None, "'env_steps' must be a number"),
+        ("episode_length", "30", "'episode_length' must be a number or null"),
+        ("episode_reward", {"Episode_Reward/a": "x"}, "'episode_reward' must be null or an object of numbers"),
+        ("terrain_level", 3, "'terrain_level' must be null or an object of numbers"),
+    ],
+)
+def test_refuses_bad_values_naming_row_and_field(
+    script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: Any, message: str
+) -> None:
+    """A value the panels cannot draw is refused naming its row and field."""
+    rows = _rows(False)
+    rows[2][field] = value
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": rows}))
+    with pytest.raises(SystemExit):
+        script.main([str(path)])
+    assert f"row 2: {message}" in capsys.readouterr().err
+
+
 def test_refuses_bad_arguments(script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A missing JSON and a non-positive --dt are refused by name."""
+    """A missing JSON, a non-positive or infinite --dt and an --out in a missing folder are refused by name."""
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"rows": _rows(False)}))
-    for argv, what in (([str(tmp_path / "none.json")], "no such JSON"), ([str(path), "--dt", "0"], "--dt")):
+    for argv, what in (
+        ([str(tmp_path / "none.json")], "no such JSON"),
+        ([str(path), "--dt", "0"], "--dt"),
+        ([str(path), "--dt", "inf"], "--dt"),
+        ([str(path), "--out", str(tmp_path / "nodir" / "x.png")], "--out"),
+    ):
         with pytest.raises(SystemExit):
             script.main(argv)
         assert what in capsys.readouterr().err
+
+
+def test_nothing_to_draw_is_said(script: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows with no value to draw: a notice and exit status 1, no empty figure."""
+    pytest.importorskip("matplotlib")
+    rows = [{**r, "episode_length": None, "episode_reward": {}, "terrain_level": None} for r in _rows(False)]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"rows": rows}))
+    assert script.main([str(path)]) == 1
+    assert "nothing to draw" in capsys.readouterr().out
+    assert not path.with_suffix(".png").exists()
 
 
 def test_without_matplotlib_prints_a_notice(

@@ -424,3 +424,18 @@ def test_bvh_follows_geoms_that_move() -> None:
     env.set_state(qpos, qvel)
     env.invalidate()
     assert torch.allclose(height_scan(env, "scan"), torch.tensor(0.5 - 0.22), atol=1e-4)  # on the plate
+
+
+def test_any_group_includes_groups_above_five() -> None:
+    """``geom_group=None`` casts against a geom of MuJoCo group 7 too (MJCF allows any group), as ``mj_ray``."""
+    box = '<geom name="g7" type="box" pos="-1 0 0.1" size="0.5 0.5 0.1" group="7"/>'
+    xml = FLOATER.replace(STEP, box)
+    env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(0.2, 0.2), geom_group=None)), 1, device="cpu")
+    place(env, torch.tensor([[-1.0, 0.0, 0.5]]), torch.zeros(1))
+    assert torch.allclose(height_scan(env, "scan"), torch.tensor(0.5 - 0.2), atol=1e-4)  # on the box, not the floor
+
+
+def test_unknown_scan_body_lists_the_bodies() -> None:
+    """A body the model lacks is refused naming the sensor and listing the model's bodies."""
+    with pytest.raises(ValueError, match=r"RayCastSensorCfg: .*'trunk'.*bodies: \['world', 'base', 'arm'\]"):
+        ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("trunk")), 1, device="cpu")

@@ -66,7 +66,8 @@ class RayCastSensorCfg:
         alignment: ``"yaw"``: the grid turns with the body's heading, rays stay vertical (mjlab's velocity
             task); ``"base"``: grid and rays follow the body's full orientation; ``"world"``: fixed axes.
         geom_group: Cast only against geoms of this MuJoCo group (the terrain's: ``TerrainGeneratorCfg.geom_group``),
-            or ``None``: every geom except the body's own.
+            or ``None``: every geom of any group, the robot's other bodies included (the body's own too unless
+            ``exclude_body``); then the hierarchy is refit before every cast, since robot geoms move.
         exclude_body: Ignore the body's own geoms.
     """
 
@@ -167,6 +168,9 @@ class RayBuffers:
 class RayContext:
     """A MuJoCo Warp ``RenderContext`` used for its BVH of one geom group's geoms, over all worlds.
 
+    The BVH bounds an infinite plane to +-1000 m (MuJoCo Warp's choice): a ray cast farther from the origin
+    misses such a plane, where MuJoCo's ``mj_ray`` would hit it; generated terrains are finite geoms.
+
     Attributes:
         rc: The render context (no camera: its scene BVH alone).
         moving: Some geom of the group is on a moving body: the BVH is refit before every cast.
@@ -196,7 +200,7 @@ def ray_context(env: ManagerBasedEnv, group: int | None) -> RayContext:
         import warp as wp
 
         mjm = env.mjm
-        groups = list(range(6)) if group is None else [group]
+        groups = sorted({int(g) for g in mjm.geom_group}) if group is None else [group]  # None: any, even > 5
         with wp.ScopedDevice(env.wp_device):
             rc = mjw.create_render_context(
                 mjm, nworld=env.num_envs, cam_res=[], render_rgb=[], render_depth=[], render_seg=[],
@@ -226,7 +230,11 @@ class RayCastSensor(RayBuffers):
         self.cfg, self.env = cfg, env
         n, dev = env.num_envs, env.device
         check_geom_group(env, cfg.geom_group, "RayCastSensorCfg")
-        self.body_id = env.body_id(cfg.body)
+        try:
+            self.body_id = env.body_id(cfg.body)
+        except ValueError as exc:
+            bodies = [env.mjm.body(i).name for i in range(env.mjm.nbody)]
+            raise ValueError(f"RayCastSensorCfg: {exc}; the model's bodies: {bodies}") from exc
         self.offsets = grid_pattern(cfg.size, cfg.resolution).to(dev)
         k = self.offsets.shape[0]
         wdev = env.wp_device

@@ -43,7 +43,7 @@ class TerrainHeightSensorCfg:
         max_distance: Rays reach this far [m]; a ray that misses counts as ``max_distance``, a site whose
             rays all miss as its own height clamped to ``[0, max_distance]``.
         geom_group: Cast only against geoms of this MuJoCo group (the terrain's), or ``None``: any geom but
-            the site's own body's.
+            the site's own body's (the robot's other bodies included: a foot inside its own leg reads 0).
         reduction: How a site's rays become one clearance: ``"min"`` (mjlab's default: the nearest ground),
             ``"max"`` or ``"mean"``.
     """
