@@ -176,6 +176,7 @@ def test_bad_numbers_are_argparse_errors_before_anything_runs(
     [
         (["--modes", "reset graph,step graph"], "no runnable mode: --modes 'reset graph,step graph' needs CUDA"),
         (["--modes", ","], "no runnable mode: --modes ',' names none"),
+        (["--physics-graph", "torch"], "--physics-graph torch needs a CUDA device (a CUDA graph), and the device is"),
         (["--device", "gpu"], "--device must be cuda, cuda:N, cpu or auto, got 'gpu'"),
         (["--device", "meta"], "--device must be cuda, cuda:N, cpu or auto, got 'meta'"),
         (["--variant", "v:model_xml=/no/such/go1.xml"], "`--variant v`: model_xml '/no/such/go1.xml' is not a file"),

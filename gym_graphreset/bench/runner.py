@@ -12,7 +12,7 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import gymnasium as gym
 import torch
@@ -25,6 +25,9 @@ from gym_graphreset.bench.results import table as table
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.core.terms import EpisodeStatistics
+
+if TYPE_CHECKING:
+    from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
 
 __all__ = [
     "DEFAULT_MODES",
@@ -156,6 +159,21 @@ def measure_mode(
 
 PhysicsStates = Literal["step", "free"]
 """Which states the bare-physics floor is timed on (:func:`measure_bare_physics`)."""
+PhysicsGraph = Literal["warp", "torch"]
+"""How the bare-physics floor replays on CUDA (:func:`measure_bare_physics`)."""
+
+
+def _torch_graph_physics(physics: MJWarpVectorEnv) -> Callable[[], None]:
+    """The physics substeps captured into a torch CUDA graph, warp joined to it as in the step graph: its replay."""
+    runtime = physics.runtime
+    stream = runtime.cuda_stream
+    assert stream is not None  # a CUDA env (checked by the caller)
+    physics.run_physics()  # modules loaded and the solver's own graph made before the capture
+    torch.cuda.synchronize(physics.device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream), runtime.capture_scope(stream, "thread_local"):
+        physics.run_physics()
+    return graph.replay
 
 
 def measure_bare_physics(
@@ -165,6 +183,7 @@ def measure_bare_physics(
     warmup: int = 10,
     env_id: str = "",
     states: PhysicsStates = "step",
+    graph: PhysicsGraph = "warp",
 ) -> ModeResult | None:
     """Time the inner env's physics alone (``frame_skip`` substeps, captured on CUDA): the floor for a step.
 
@@ -180,6 +199,8 @@ def measure_bare_physics(
     """
     if states not in ("step", "free"):
         raise ValueError(f"`states` must be 'step' or 'free', got {states!r}")
+    if graph not in ("warp", "torch"):
+        raise ValueError(f"`graph` must be 'warp' or 'torch', got {graph!r}")
     inner = make_inner()
     physics = inner.unwrapped
     # An env of that class exists only once its module is loaded: looked up there, so that importing the
@@ -189,6 +210,9 @@ def measure_bare_physics(
         inner.close()
         return None
     device = torch.device(physics.device)
+    if graph == "torch" and device.type != "cuda":
+        inner.close()
+        raise ValueError(f"`graph='torch'` needs a CUDA env (a CUDA graph), got device {device}")
     pool = sample_actions(inner.action_space, device, 64)  # the same actions the modes get
 
     def sync() -> None:
@@ -197,23 +221,33 @@ def measure_bare_physics(
 
     if states == "free":
         inner.reset(seed=0)
+        replay = _torch_graph_physics(physics) if graph == "torch" else None
+
+        def drive(actions: torch.Tensor) -> None:
+            if replay is None:
+                physics.run_physics(actions)
+            else:
+                physics.ctrl.copy_(actions)
+                replay()
+
         for i in range(warmup):
-            physics.run_physics(pool[i % len(pool)])
+            drive(pool[i % len(pool)])
         sync()
         start = time.perf_counter()
         for i in range(steps):
-            physics.run_physics(pool[i % len(pool)])
+            drive(pool[i % len(pool)])
         sync()
         elapsed = time.perf_counter() - start
     else:
         env = FixedShapeAutoresetVectorEnv(inner, "masked")
         env.reset(seed=0)
+        run = _torch_graph_physics(physics) if graph == "torch" else physics.run_physics
         elapsed = 0.0
         for i in range(warmup + steps):
             env.step(pool[i % len(pool)])  # untimed: brings the worlds to a state a real step leaves
             sync()
             start = time.perf_counter()
-            physics.run_physics()
+            run()
             sync()
             if i >= warmup:
                 elapsed += time.perf_counter() - start
@@ -228,7 +262,7 @@ def measure_bare_physics(
         env_steps_per_s=inner.num_envs * steps / elapsed,
         host_syncs_per_step=None,
         peak_gpu_mem_mb=None,
-        extra={"states": states},
+        extra={"states": states, "graph": graph},
     )
 
 
@@ -287,15 +321,18 @@ def measure_modes(
     env_id: str = "",
     show_progress: bool = True,
     physics_states: PhysicsStates = "step",
+    physics_graph: PhysicsGraph = "warp",
 ) -> list[ModeResult]:
     """Measure each mode in turn with one progress bar over all of them.
 
-    MuJoCo Warp envs also get the bare-physics floor (on ``physics_states``, see
-    :func:`measure_bare_physics`) and the whole-step graph's non-physics part.
+    MuJoCo Warp envs also get the bare-physics floor (on ``physics_states``, replayed as ``physics_graph``,
+    see :func:`measure_bare_physics`) and the whole-step graph's non-physics part.
     """
     with tqdm(total=steps * len(modes), desc=f"{env_id or 'env'}", unit="step", disable=not show_progress) as bar:
         results = []
-        bare = measure_bare_physics(make_inner, steps=steps, warmup=warmup, env_id=env_id, states=physics_states)
+        bare = measure_bare_physics(
+            make_inner, steps=steps, warmup=warmup, env_id=env_id, states=physics_states, graph=physics_graph
+        )
         if bare is not None:
             results.append(bare)
             for graph_mode in (m for m in ("step graph", "step graph+compile") if m in modes):

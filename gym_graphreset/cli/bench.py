@@ -54,6 +54,13 @@ def add_parsers(sub: Any) -> None:
             help="states the bare-physics floor of MuJoCo Warp envs is timed on: those a real step leaves (step) "
             "or worlds driven by raw random ctrl, never reset (free) (default: step)",
         )
+        p.add_argument(
+            "--physics-graph",
+            choices=("warp", "torch"),
+            default="warp",
+            help="how the bare-physics floor replays on CUDA: MuJoCo Warp's own captured graph (warp) or captured "
+            "into a torch CUDA graph as the whole-step graph embeds it (torch) (default: warp)",
+        )
         p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
         p.add_argument(
@@ -145,6 +152,8 @@ def _choices(args: argparse.Namespace) -> tuple[torch.device, list[str], set[str
     device = resolve_device(args.device)
     if isinstance(device, str):
         return device
+    if args.physics_graph == "torch" and device.type != "cuda":
+        return f"--physics-graph torch needs a CUDA device (a CUDA graph), and the device is {device}"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
@@ -220,6 +229,7 @@ def _measure(
                     env_id=env_id,
                     show_progress=not args.no_progress,
                     physics_states=args.physics_states,
+                    physics_graph=args.physics_graph,
                 )
             except torch.OutOfMemoryError as exc:  # the sizes measured so far are kept and saved
                 print(f"{env_id} x{n}: out of device memory; skipped this size ({str(exc).splitlines()[0]})")
