@@ -12,6 +12,7 @@ SIZES=${SIZES:-512,2048,4096,8192,16384,32768,65536}
 PROFILE_SIZES=${PROFILE_SIZES:-4096,16384}
 TASKS=${TASKS:-gym_graphreset/Go1-Velocity-Flat-v0 gym_graphreset/Ant-v5}
 MODES=${MODES:-step graph,step graph+compile}
+PHYSICS_GRAPH=${PHYSICS_GRAPH:-warp}  # the floor's replay: warp (its own graph) or torch (as the step graph embeds it)
 STEPS=${STEPS:-100}
 WARMUP=${WARMUP:-20}
 DEADLINE_S=${DEADLINE_S:-560}
@@ -28,7 +29,7 @@ GO1_XML=$(PYTHONPATH=$MJ_PYTHONPATH "$MJ_PYTHON" -c 'import importlib.util as u,
 s = u.find_spec("mjlab"); print(p.Path(s.origin).parent / "asset_zoo/robots/unitree_go1/xmls/go1.xml" if s else "")')
 for task in $TASKS; do
   args=(--env-id "$task" --num-envs "$SIZES" --modes "$MODES" --steps "$STEPS" --warmup "$WARMUP" --no-progress
-    --out "$OUT")
+    --physics-graph "$PHYSICS_GRAPH" --out "$OUT")
   if [[ $task == *Go1* && -n "$GO1_XML" && -f "$GO1_XML" ]]; then
     args+=(--variant "mjlab-go1:model_xml=$GO1_XML" --peer mjlab --peer-python "$MJ_PYTHON"
       --peer-pythonpath "$MJ_PYTHONPATH")

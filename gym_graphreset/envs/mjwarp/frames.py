@@ -28,12 +28,18 @@ class RenderUnavailable(RuntimeError):
     """No OpenGL context could be made for ``mujoco.Renderer`` (no display and no ``MUJOCO_GL`` backend)."""
 
 
+NEAR_M = 0.01
+"""The near clipping plane is at most this many metres from the camera, whatever the model's extent."""
+FAR_M = 100.0
+"""The far clipping plane is at least this many metres from the camera."""
+
+
 class WorldRenderer:
     """Draws one world's pose of ``model`` offscreen, the camera following the root body.
 
     Args:
         model: The ``mujoco.MjModel`` (copied: a brighter headlight is set on the copy, since many task
-            models define no lights).
+            models define no lights, and clipping planes in metres, see :data:`NEAR_M`).
         width: Frame width in pixels.
         height: Frame height in pixels.
         distance: Camera distance from the root body, in metres.
@@ -51,6 +57,11 @@ class WorldRenderer:
         self.model.vis.headlight.diffuse[:] = 0.6
         self.model.vis.global_.offwidth = max(int(self.model.vis.global_.offwidth), width)  # the buffer fits the frame
         self.model.vis.global_.offheight = max(int(self.model.vis.global_.offheight), height)
+        # MuJoCo scales the clipping planes by the model's extent: a generated terrain (~200 m) put the near
+        # plane 2 m out, past a camera 1.6 m from the robot, which then vanished from every frame
+        extent = max(float(self.model.stat.extent), 1e-6)
+        self.model.vis.map.znear = min(float(self.model.vis.map.znear), NEAR_M / extent)
+        self.model.vis.map.zfar = max(float(self.model.vis.map.zfar), FAR_M / extent)
         self.data = mujoco.MjData(self.model)
         self.renderer, self.context = _renderer(mujoco, self.model, width, height)
         self.camera = mujoco.MjvCamera()  # a free camera aimed at the root body every frame: it follows the robot

@@ -240,3 +240,29 @@ def test_save_video_falls_back_to_a_gif_without_an_mp4_encoder(
     assert save_video(frames, tmp_path / "v.mp4", fps=10) == tmp_path / "v.gif"
     assert "no MP4 encoder" in capsys.readouterr().out and (tmp_path / "v.gif").is_file()
     assert not (tmp_path / "v.mp4").exists()
+
+
+def test_the_robot_stays_in_view_beside_a_large_terrain() -> None:
+    """A model as wide as a generated terrain (extent ~200 m, which MuJoCo's clipping planes scale with) still
+    shows the root body from a camera 1 m away: the near plane is set in metres, not in extents."""
+    import mujoco
+
+    from gym_graphreset.envs.mjwarp.frames import NEAR_M, WorldRenderer
+
+    xml = """<mujoco><worldbody>
+      <geom type="box" pos="150 150 -1" size="50 50 0.5" rgba="0 0 1 1"/>
+      <body name="robot" pos="0 0 0.3"><freejoint/><geom type="box" size="0.2 0.2 0.2" rgba="1 0 0 1"/></body>
+    </worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    assert model.stat.extent > 100
+    try:
+        renderer = WorldRenderer(model, 64, 48, distance=1.0)
+    except RenderUnavailable as exc:
+        pytest.skip(f"no OpenGL context on this machine: {exc}")
+    try:
+        assert renderer.model.vis.map.znear * renderer.model.stat.extent <= NEAR_M + 1e-9
+        frame = renderer.frame(torch.as_tensor(model.qpos0))
+    finally:
+        renderer.close()
+    centre = frame[16:32, 24:40].astype(int)
+    assert (centre[..., 0] - centre[..., 2] > 60).mean() > 0.5  # mostly the red robot, not the background
