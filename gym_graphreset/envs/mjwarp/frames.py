@@ -39,7 +39,7 @@ class WorldRenderer:
 
     Args:
         model: The ``mujoco.MjModel`` (copied: a brighter headlight is set on the copy, since many task
-            models define no lights, and clipping planes in metres, see :data:`NEAR_M`).
+            models define no lights, and clipping planes in metres: ``NEAR_M``, ``FAR_M``).
         width: Frame width in pixels.
         height: Frame height in pixels.
         distance: Camera distance from the root body, in metres.
