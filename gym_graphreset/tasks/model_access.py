@@ -16,6 +16,16 @@ from gym_graphreset.capture.host_reads import one_time_uploads
 __all__ = ["ModelAccess", "PhaseCache"]
 
 
+_COUNTS = {
+    "body": ("nbody", "bodies"),
+    "geom": ("ngeom", "geoms"),
+    "joint": ("njnt", "joints"),
+    "sensor": ("nsensor", "sensors"),
+    "site": ("nsite", "sites"),
+}
+"""MuJoCo object kind -> (the model's count field, plural): a failed name lookup lists the names there are."""
+
+
 class PhaseCache:
     """Values computed once per step phase (:meth:`ModelAccess.cached`), emptied when the physics state changes.
 
@@ -74,7 +84,11 @@ class ModelAccess:
 
         i = mujoco.mj_name2id(self.mjm, kind, name)
         if i < 0:
-            raise ValueError(f"{what}: the model has no {str(kind).split('_')[-1].lower()} {name!r}")
+            noun = str(kind).split("_")[-1].lower()
+            count, plural = _COUNTS.get(noun, ("", ""))
+            names = [mujoco.mj_id2name(self.mjm, kind, j) for j in range(getattr(self.mjm, count, 0))]
+            listed = f"; the model's {plural}: {names}" if count else ""
+            raise ValueError(f"{what}: the model has no {noun} {name!r}{listed}")
         return int(i)
 
     def body_id(self, name: str) -> int:

@@ -29,6 +29,7 @@ from gym_graphreset.tasks.terrain import (
     FlatTerrainCfg,
     PyramidStairsTerrainCfg,
     RandomRoughTerrainCfg,
+    Terrain,
     TerrainGeneratorCfg,
     add_terrain,
     generate_terrain,
@@ -97,6 +98,19 @@ def place_over_cells(env: ManagerBasedEnv, origins: np.ndarray, seed: int, heigh
     )
     place(env, xyz, torch.tensor(rng.uniform(-3, 3, n), dtype=torch.float32))
     return xyz
+
+
+def rough_and_stairs(seed: int) -> tuple[Terrain, str]:
+    """A small generated terrain (random rough and pyramid stairs, 2 rows of 4 m cells) under the floater."""
+    gen = TerrainGeneratorCfg(
+        sub_terrains={"rough": RandomRoughTerrainCfg(), "stairs": PyramidStairsTerrainCfg()},
+        size=(4.0, 4.0),
+        num_rows=2,
+        border_width=1.0,
+        seed=seed,
+    )
+    terrain = generate_terrain(gen)
+    return terrain, add_terrain(FLOATER.replace(STEP, ""), terrain)
 
 
 @pytest.fixture(scope="module")
@@ -244,15 +258,7 @@ def test_foot_rays_miss_beyond_max_distance() -> None:
 def test_foot_clearance_matches_mujoco_mj_ray_on_generated_terrain() -> None:
     """Every ring ray's distance equals MuJoCo C's ``mj_ray`` (its foot's body excluded); the clearance is the
     nearest ground under the ring, turned with the base's yaw."""
-    gen = TerrainGeneratorCfg(
-        sub_terrains={"rough": RandomRoughTerrainCfg(), "stairs": PyramidStairsTerrainCfg()},
-        size=(4.0, 4.0),
-        num_rows=2,
-        border_width=1.0,
-        seed=5,
-    )
-    terrain = generate_terrain(gen)
-    xml = add_terrain(FLOATER.replace(STEP, ""), terrain)
+    terrain, xml = rough_and_stairs(seed=5)
     n = 3
     feet = TerrainHeightSensorCfg(FEET, radius=0.03, num_samples=6)
     env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(0.4, 0.4), resolution=0.2), feet), n, device="cpu")
@@ -389,15 +395,7 @@ def test_bvh_cast_equals_the_every_geom_cast_on_generated_terrain() -> None:
     """The scan's BVH walk gives the distances and geoms of MuJoCo Warp's every-geom cast, ray for ray."""
     import mujoco_warp as mjw
 
-    gen = TerrainGeneratorCfg(
-        sub_terrains={"rough": RandomRoughTerrainCfg(), "stairs": PyramidStairsTerrainCfg()},
-        size=(4.0, 4.0),
-        num_rows=2,
-        border_width=1.0,
-        seed=7,
-    )
-    terrain = generate_terrain(gen)
-    xml = add_terrain(FLOATER.replace(STEP, ""), terrain)
+    terrain, xml = rough_and_stairs(seed=7)
     env = ManagerBasedEnv(task(xml, RayCastSensorCfg("base", size=(1.0, 0.6), resolution=0.1)), 3, device="cpu")
     place_over_cells(env, terrain.origins, seed=2, height=(0.5, 1.0))
     height_scan(env, "scan")

@@ -232,9 +232,8 @@ class RayCastSensor(RayBuffers):
         check_geom_group(env, cfg.geom_group, "RayCastSensorCfg")
         try:
             self.body_id = env.body_id(cfg.body)
-        except ValueError as exc:
-            bodies = [env.mjm.body(i).name for i in range(env.mjm.nbody)]
-            raise ValueError(f"RayCastSensorCfg: {exc}; the model's bodies: {bodies}") from exc
+        except ValueError as exc:  # the lookup lists the model's bodies
+            raise ValueError(f"RayCastSensorCfg: {exc}") from exc
         self.offsets = grid_pattern(cfg.size, cfg.resolution).to(dev)
         k = self.offsets.shape[0]
         wdev = env.wp_device

@@ -95,9 +95,8 @@ class TerrainHeightSensor(RayBuffers):
         check_geom_group(env, cfg.geom_group, "TerrainHeightSensorCfg")
         try:
             self.site_ids = env.site_ids(cfg.sites)
-        except ValueError as exc:
-            sites = [env.mjm.site(i).name for i in range(env.mjm.nsite)]
-            raise ValueError(f"TerrainHeightSensorCfg: {exc}; the model's sites: {sites}") from exc
+        except ValueError as exc:  # the lookup lists the model's sites
+            raise ValueError(f"TerrainHeightSensorCfg: {exc}") from exc
         self.offsets = ring_pattern(cfg.radius, cfg.num_samples).to(dev)
         f, r = len(cfg.sites), self.offsets.shape[0]
         self._shape = (n, f, r)
