@@ -12,6 +12,7 @@ step when asked (``check_host_reads=True``); tests use
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import traceback
@@ -84,6 +85,10 @@ class HostReadCounter(TorchFunctionMode):
 
     Host uploads (tensors made from Python or numpy data) are recorded too, marked ``(host upload)``.
 
+    Python's cyclic garbage collector is run on entry and held off until exit: a collection inside the
+    window would run finalizers of objects made before it (an unclosed env's ``__del__`` closing it, with
+    the final poll's read), blaming the counted code for another object's read.
+
     Attributes:
         found: ``"file:line: call"`` of each host read or upload seen, at the innermost frame outside torch.
         entered: Whether the counter was entered at all (so "none found" can be told from "not run").
@@ -93,11 +98,22 @@ class HostReadCounter(TorchFunctionMode):
         super().__init__()
         self.found: list[str] = []
         self.entered = False
+        self._gc_was_enabled = False
 
     def __enter__(self) -> HostReadCounter:
         self.entered = True
+        gc.collect()  # finalizers of earlier garbage run now, uncounted
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         super().__enter__()
         return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            super().__exit__(*exc)
+        finally:
+            if self._gc_was_enabled:
+                gc.enable()
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         """Run ``func``, recording it first when it is a host read."""

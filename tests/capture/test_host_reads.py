@@ -69,3 +69,28 @@ def test_one_time_uploads_are_not_counted_but_reads_inside_them_are() -> None:
 
     n, where = count_host_reads(step)
     assert n == 2 and where[0].endswith("item") and where[1].endswith("(host upload)")
+
+
+class _ReadsWhenCollected:
+    """Garbage in a reference cycle whose finalizer reads a tensor (as an unclosed env's close() polls)."""
+
+    finalized = 0
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        X.tolist()
+        type(self).finalized += 1
+
+
+def test_a_collection_during_the_count_does_not_blame_the_counted_code() -> None:
+    """Earlier garbage is finalized before the window; allocations inside it trigger no collection."""
+    import gc
+
+    _ReadsWhenCollected()  # unreachable from here on: only the cyclic collector frees it
+    before = _ReadsWhenCollected.finalized
+    enabled = gc.isenabled()
+    assert count_host_reads(lambda: [[] for _ in range(20 * gc.get_threshold()[0])]) == (0, [])
+    assert _ReadsWhenCollected.finalized == before + 1  # finalized, outside the count
+    assert gc.isenabled() == enabled
