@@ -262,8 +262,9 @@ def test_play_without_video_and_on_another_env_width(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--worlds", "4"], "--worlds must be in [0, 4) (--num-envs), got '4'"),
+        (["--worlds", "4"], "--worlds must be distinct, in [0, 4) (--num-envs), got '4'"),
         (["--worlds", "a"], "--worlds must be comma-separated integers, got 'a'"),
+        (["--worlds", "0,0"], "--worlds must be distinct, in [0, 4) (--num-envs), got '0,0'"),
         (["--env-id", "nope/Nope-v0"], "--env-id must be a registered env id (or module:id), got 'nope/Nope-v0'"),
         (
             ["--env-id", "no_such_module:Nope-v0"],
@@ -283,6 +284,33 @@ def test_play_and_export_refuse_a_missing_checkpoint(tmp_path: Path, capsys: pyt
     for command in ("play", "export"):
         assert main([command, str(tmp_path / "none.pt")]) == 2
         assert "`path` must be a checkpoint file" in capsys.readouterr().err
+
+
+def test_play_and_export_refuse_a_non_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.pt").write_text("not a checkpoint\n")
+    for command in ("play", "export"):
+        assert main([command, str(tmp_path / "notes.pt")]) == 2
+        assert f"checkpoint {str(tmp_path / 'notes.pt')!r} is not a file torch.save wrote" in capsys.readouterr().err
+
+
+def test_export_refuses_an_out_that_is_a_file(ppo_run: tuple[Any, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, folder = ppo_run
+    (folder / "taken").write_text("")
+    assert main(["export", str(folder / "ckpt" / "model_3.pt"), "--out", str(folder / "taken")]) == 2
+    assert "--out must be a directory (the exported files go in it)" in capsys.readouterr().err
+
+
+def test_play_refuses_a_negative_seed(ppo_run: tuple[Any, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, folder = ppo_run
+    with pytest.raises(SystemExit) as exit_:
+        main(["play", str(folder / "ckpt" / "model_3.pt"), "--seed", "-1"])
+    assert exit_.value.code == 2 and "--seed: must be an int >= 0, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["bench", "profile"])
+def test_bench_and_profile_refuse_an_unknown_env_id(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--env-id", "nope/Nope-v0", "--num-envs", "2", "--device", "cpu"]) == 2
+    assert "--env-id must be a registered env id (or module:id), got 'nope/Nope-v0'" in capsys.readouterr().err
 
 
 def test_export_writes_and_checks_both_formats(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import sys
 from collections.abc import Callable
 
+import gymnasium as gym
 import torch
 
 
@@ -67,3 +69,19 @@ def resolve_device(name: str) -> torch.device | str:
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         return f"--device {name} asked for, but there are {torch.cuda.device_count()} CUDA device(s)"
     return device
+
+
+def unregistered_env(env_id: str) -> str | None:
+    """Why ``env_id`` cannot be made (``None``: it can); ``module:id`` imports ``module`` first, as Gymnasium does."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            return (
+                f"--env-id {env_id!r}: the module {module!r} that registers it cannot be imported ({exc}); "
+                "it must be importable from here (run from its folder with PYTHONPATH=., or install it)"
+            )
+    if name not in gym.registry:
+        return f"--env-id must be a registered env id (or module:id), got {env_id!r}"
+    return None

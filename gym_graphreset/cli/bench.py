@@ -16,7 +16,7 @@ import torch
 from gym_graphreset.bench.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
 from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
 from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
-from gym_graphreset.cli.args import int_at_least, resolve_device, seconds, sizes, usage_error
+from gym_graphreset.cli.args import int_at_least, resolve_device, seconds, sizes, unregistered_env, usage_error
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"
 
@@ -284,6 +284,8 @@ def _print_comparisons(args: argparse.Namespace, results: list[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``demo`` and ``bench`` subcommands: every mode measured, printed, saved as JSON and plotted."""
+    if problem := unregistered_env(args.env_id):
+        return usage_error(problem)
     chosen = _choices(args)
     if isinstance(chosen, str):
         return usage_error(chosen)

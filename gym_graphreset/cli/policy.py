@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import torch
 
-from gym_graphreset.cli.args import resolve_device, usage_error
+from gym_graphreset.cli.args import int_at_least, resolve_device, unregistered_env, usage_error
 
 
 def add_play_parser(sub: Any) -> None:
@@ -39,7 +38,7 @@ def add_play_parser(sub: Any) -> None:
         help="the robot's MJCF in place of the file the checkpoint recorded (trained on another machine)",
     )
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
-    p.add_argument("--seed", type=int, default=0, help="the seed of the reset (default: 0)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="the seed of the reset (default: 0)")
     p.add_argument("--activation", default=None, help="rsl_rl checkpoints without a recorded config: the activation")
 
 
@@ -76,8 +75,8 @@ def play(args: argparse.Namespace) -> int:
         worlds = [int(w) for w in args.worlds.split(",") if w.strip()]
     except ValueError:
         return usage_error(f"--worlds must be comma-separated integers, got {args.worlds!r}")
-    if not worlds or any(not 0 <= w < args.num_envs for w in worlds):
-        return usage_error(f"--worlds must be in [0, {args.num_envs}) (--num-envs), got {args.worlds!r}")
+    if not worlds or any(not 0 <= w < args.num_envs for w in worlds) or len(set(worlds)) < len(worlds):
+        return usage_error(f"--worlds must be distinct, in [0, {args.num_envs}) (--num-envs), got {args.worlds!r}")
     device = resolve_device(args.device)
     if isinstance(device, str):
         return usage_error(device)
@@ -87,7 +86,7 @@ def play(args: argparse.Namespace) -> int:
     env_id = args.env_id or policy.source.env_id
     if env_id is None:
         return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
-    if problem := _unregistered(env_id):
+    if problem := unregistered_env(env_id):
         return usage_error(problem)
     env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint)
     if isinstance(env_kwargs, str):
@@ -197,19 +196,6 @@ def _write_motion(env: Any, path: Path) -> None:
     print(f"wrote {path} (world 0's episode {chosen.ordinal}: {frames} frames at {1.0 / env.step_dt:g} fps)")
 
 
-def _unregistered(env_id: str) -> str | None:
-    """Why ``env_id`` cannot be made (``None``: it can); ``module:id`` imports ``module`` first, as Gymnasium does."""
-    module, _, name = env_id.rpartition(":")
-    if module:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            return f"--env-id {env_id!r}: the module {module!r} that registers it cannot be imported ({exc})"
-    if name not in gym.registry:
-        return f"--env-id must be a registered env id (or module:id), got {env_id!r}"
-    return None
-
-
 def _renderer(env: Any, worlds: list[int]) -> Any:
     """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
     from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
@@ -228,6 +214,8 @@ def export(args: argparse.Namespace) -> int:
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if not formats or set(formats) - {"onnx", "torchscript"}:
         return usage_error(f"--formats must be a comma-separated subset of onnx, torchscript, got {args.formats!r}")
+    if args.out.exists() and not args.out.is_dir():
+        return usage_error(f"--out must be a directory (the exported files go in it), got the file {str(args.out)!r}")
     policy = _load(args)
     if isinstance(policy, str):
         return usage_error(policy)

@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 
 from gym_graphreset.bench.runner import MODES
-from gym_graphreset.cli.args import int_at_least, resolve_device, sizes, usage_error
+from gym_graphreset.cli.args import int_at_least, resolve_device, sizes, unregistered_env, usage_error
 
 
 def add_parser(sub: Any) -> None:
@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     """The ``profile`` subcommand: the table printed, the JSON and the plot written."""
     from gym_graphreset.bench.profile import plot_profiles, profile_sweep, profile_table, save_profiles
 
+    if problem := unregistered_env(args.env_id):
+        return usage_error(problem)
     if args.mode not in MODES:
         return usage_error(f"--mode must be one of {list(MODES)}, got {args.mode!r}")
     device = resolve_device(args.device)

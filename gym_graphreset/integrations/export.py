@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -250,8 +251,11 @@ def load_policy(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"`path` must be a checkpoint file, got {str(path)!r} (no such file)")
-    ckpt = torch.load(path, map_location=map_location, weights_only=False)  # the args and infos are plain data
     where = f"checkpoint {str(path)!r}"
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=False)  # the args and infos are plain data
+    except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
+        raise ValueError(f"{where} is not a file torch.save wrote ({type(exc).__name__}: {exc})") from exc
     if isinstance(ckpt, Mapping) and ckpt.get("format") == PPO_CHECKPOINT_FORMAT:
         policy = _from_ppo(ckpt, where)
     elif isinstance(ckpt, Mapping) and "actor_state_dict" in ckpt:

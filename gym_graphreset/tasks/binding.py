@@ -162,10 +162,13 @@ def bind(
     """``func`` with ``env`` and ``params`` bound; a class is built once as ``func(env, **params)``.
 
     ``call_args``: the positional arguments the manager passes at each call (events: the rows and their draws;
-    a curriculum term: the rows). Refuses params the function does not take, required ones missing, and values
-    its :func:`accepts` rules refuse, naming the term; a term class's own ``ValueError`` is raised again with
-    the term's name.
+    a curriculum term: the rows). Refuses a ``func`` that is not callable or takes fewer positional arguments
+    than each call passes, params the function does not take, required ones missing, values its
+    :func:`accepts` rules refuse, and a ``command_name`` param that names no command of the task, naming the
+    term; a term class's own ``ValueError`` is raised again with the term's name.
     """
+    if not callable(func):
+        raise TypeError(f"{what}: the term's function must be callable, got {type(func).__name__} {func!r}")
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError):  # builtins: take them as they are
@@ -185,8 +188,24 @@ def bind(
         ]
         if missing:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} needs parameter(s) {missing} in its params")
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        takes = sum(p.kind in positional for p in accepted.values())
+        varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in accepted.values())
+        needed = 1 + (0 if inspect.isclass(func) else call_args)
+        if takes < needed and not varargs:
+            passed = ", ".join(("env", "rows", "u")[:needed]) if needed <= 3 else f"env and {needed - 1} more"
+            raise TypeError(
+                f"{what}: {getattr(func, '__name__', func)!r} is called as func({passed}, **params) and takes "
+                f"{takes} positional argument(s)"
+            )
     check_params(func, params, what)
     _check_sensors(env, func, params, what)
+    command = params.get("command_name")
+    if isinstance(command, str) and command not in env.commands:
+        raise ValueError(
+            f"{what}: {getattr(func, '__name__', func)!r} param `command_name`: the task has no command "
+            f"{command!r}; its commands: {sorted(env.commands)}"
+        )
     if inspect.isclass(func):
         try:
             built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]

@@ -92,7 +92,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         observation_layout: ``{group: {term: column slice}}`` of the concatenated groups.
         reward_names, termination_names: The columns of the step info's ``reward_terms`` / ``terminations``.
         streams: A :class:`~gym_graphreset.core.rng.StreamAllocator` for terms' own draws.
-        last_obs: The observation the env returned last (by group), which recorder terms read.
+        last_obs: The last observation by group (the env returns the value alone for one group); recorders read it.
         recorder_manager: The recording ring of the task's ``recorders`` (``export`` after a rollout).
     """
 
@@ -187,13 +187,17 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         import mujoco
 
         mjm, cfg = self.mjm, self.cfg
-        names = tuple(dict.fromkeys(j for a in cfg.actions.values() for j in a.joint_names))
-        ids = []
-        for j in names:
-            jid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, j)
-            if jid < 0:
-                raise ValueError(f"TaskCfg.actions: the model has no joint {j!r}")
-            ids.append(jid)
+        owner: dict[str, str] = {}
+        for term, action in cfg.actions.items():
+            for j in action.joint_names:
+                if j in owner:
+                    raise ValueError(
+                        f"TaskCfg.actions[{term!r}]: joint {j!r} is already driven by action term {owner[j]!r} "
+                        "(each joint takes one action column)"
+                    )
+                owner[j] = term
+        names = tuple(owner)
+        ids = [self._id(mujoco.mjtObj.mjOBJ_JOINT, j, "TaskCfg.actions") for j in names]
         unknown = sorted(set(cfg.default_joint_pos) - set(names))
         if unknown:
             raise ValueError(f"TaskCfg.default_joint_pos: {unknown} are not action joints ({list(names)})")
@@ -224,8 +228,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
 
             return spaces.Dict({k: box(t) for k, t in v.items()}) if isinstance(v, dict) else box(v)
 
-        if len(obs) == 1:
-            return group_space(*next(iter(obs.items())))
+        if len(self.last_obs) == 1:  # the env returns the one group's value (:meth:`_returned_obs`)
+            return group_space(next(iter(self.last_obs)), obs)
         return spaces.Dict({k: group_space(k, v) for k, v in obs.items()})
 
     # ------------------------------------------------------------------ engine hooks
@@ -261,7 +265,11 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             info["metrics"] = metrics
         self._keep_obs(obs)
         self.recorder_manager.record()
-        return obs, reward, terminated, truncated, info
+        return self._returned_obs(obs), reward, terminated, truncated, info
+
+    def _returned_obs(self, obs: dict[str, Any]) -> Any:
+        """What the env returns: the group's value when there is one group (its space is that group's), else ``obs``."""
+        return next(iter(obs.values())) if len(obs) == 1 else obs
 
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The reset block's draws of every row's new episode; reset events write the state proposals."""
@@ -302,7 +310,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         obs = self.observation_manager.compute(step_u, mask)
         self._keep_obs(obs)
         self.recorder_manager.record(mask)
-        return obs
+        return self._returned_obs(obs)
 
     def _keep_obs(self, obs: Any) -> None:
         """Copy ``obs`` into :attr:`last_obs`'s buffers, allocated once, so that a graph holding them stays valid."""

@@ -36,6 +36,21 @@ __all__ = [
 ]
 
 
+def _term_output(value: Any, n: int, where: str, func: Any, *, flag: bool = False) -> torch.Tensor:
+    """A reward/metric (real, cast to float32) or termination (bool) term's ``(n,)`` result, checked.
+
+    Only the shape and dtype are read (no device read); an error names the term and what it must return.
+    """
+    want = f"a ({n},) {'bool' if flag else 'real'} tensor"
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{where}: {getattr(func, '__name__', func)!r} must return {want}, got {type(value).__name__}")
+    if value.shape != (n,) or (value.dtype != torch.bool if flag else value.is_complex()):
+        raise ValueError(
+            f"{where}: {getattr(func, '__name__', func)!r} must return {want}, got {tuple(value.shape)} {value.dtype}"
+        )
+    return value if flag else value.float()
+
+
 @dataclass(frozen=True)
 class _ActionSlot:
     """One action term's columns of the raw action and what its apply step needs, built once."""
@@ -49,6 +64,26 @@ class _ActionSlot:
     delay: DelayBuffer | None
     bias_cols: torch.Tensor | None
     """The term's joints among the action joints (``env.encoder_bias`` columns), when it subtracts the bias."""
+
+
+def _check_actuator_kind(env: ManagerBasedEnv, name: str, term: ActionCfg, actuators: list[int]) -> None:
+    """A position term needs position-servo actuators (affine bias), an effort term torque ones (no bias)."""
+    import mujoco
+
+    position = isinstance(term, JointPositionAction)
+    want = mujoco.mjtBias.mjBIAS_AFFINE if position else mujoco.mjtBias.mjBIAS_NONE
+    wrong = [
+        mujoco.mj_id2name(env.mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"#{a}"
+        for a in actuators
+        if int(env.mjm.actuator_biastype[a]) != int(want)
+    ]
+    if wrong:
+        needs = "position servos (`<position>`: affine bias)" if position else "torque motors (`<motor>`: no bias)"
+        other = "JointEffortAction" if position else "JointPositionAction"
+        raise ValueError(
+            f"actions[{name!r}]: a {type(term).__name__} drives {needs}; actuators {wrong} are not "
+            f"(use {other} for them)"
+        )
 
 
 class ActionManager:
@@ -65,6 +100,7 @@ class ActionManager:
         for name, term in env.cfg.actions.items():
             joints = env.joint_index(term.joint_names, f"actions[{name!r}]")
             actuator_list = env.actuator_ids(term.joint_names, f"actions[{name!r}]")
+            _check_actuator_kind(env, name, term, actuator_list)
             actuators = torch.tensor(actuator_list, device=env.device)
             k = len(term.joint_names)
             scale = tuple(term.scale) if isinstance(term.scale, (tuple, list)) else (float(term.scale),) * k
@@ -136,6 +172,7 @@ class RewardManager:
         self.env = env
         active = {name: t for name, t in env.cfg.rewards.items() if t.weight != 0.0}
         self.names = tuple(active)
+        self._funcs = [t.func for t in active.values()]
         self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in active.items()]
         self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]  # type: ignore[attr-defined]
         dev = env.device
@@ -148,7 +185,12 @@ class RewardManager:
         if not self._calls:
             zero = torch.zeros(self.env.num_envs, device=self.env.device)
             return zero, self.last
-        terms = torch.stack([c() for c in self._calls], dim=1) * self.weights
+        n = self.env.num_envs
+        outs = [
+            _term_output(c(), n, f"rewards[{name!r}]", f)
+            for name, c, f in zip(self.names, self._calls, self._funcs, strict=True)
+        ]
+        terms = torch.stack(outs, dim=1) * self.weights
         self.episode_sums.add_(terms)
         self.last.copy_(terms)
         return terms.sum(dim=1), terms
@@ -195,7 +237,14 @@ class TerminationManager:
         if not self._calls:
             none = torch.zeros(n, dtype=torch.bool, device=dev)
             return none, none.clone()
-        flags = torch.stack([c() for c in self._calls], dim=1)
+        funcs = [t.func for t in self.env.cfg.terminations.values()]
+        flags = torch.stack(
+            [
+                _term_output(c(), n, f"terminations[{name!r}]", f, flag=True)
+                for name, c, f in zip(self.names, self._calls, funcs, strict=True)
+            ],
+            dim=1,
+        )
         self.flags.copy_(flags)
         terminated = (flags & ~self.time_out).any(dim=1)
         truncated = (flags & self.time_out).any(dim=1)
@@ -301,7 +350,12 @@ class MetricManager:
     def compute(self) -> None:
         """Add this step's values."""
         if self._calls:
-            self.sums.add_(torch.stack([c().float() for c in self._calls], dim=1))
+            n, funcs = self.env.num_envs, [t.func for t in self.env.cfg.metrics.values()]
+            outs = [
+                _term_output(c(), n, f"metrics[{name!r}]", f)
+                for name, c, f in zip(self.names, self._calls, funcs, strict=True)
+            ]
+            self.sums.add_(torch.stack(outs, dim=1))
 
     def episode_means(self) -> dict[str, torch.Tensor]:
         """Each metric's mean over the episode so far, per row."""

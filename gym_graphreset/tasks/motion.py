@@ -80,7 +80,16 @@ def load_motion(
     missing = [k for k in ("fps", *MOTION_KEYS) if k not in data.files]
     if missing:
         raise ValueError(f"{where} lacks {missing}; a clip holds 'fps' and {list(MOTION_KEYS)}")
-    arrays = {k: np.asarray(data[k]) for k in MOTION_KEYS}
+    try:
+        arrays = {k: np.asarray(data[k]) for k in MOTION_KEYS}
+        raw_fps = np.asarray(data["fps"])
+    except ValueError as exc:  # an object array (pickled): np.load refuses it
+        raise ValueError(f"{where}: {exc} (a clip holds numeric arrays only)") from exc
+    for key, value in arrays.items():
+        if not (np.issubdtype(value.dtype, np.floating) or np.issubdtype(value.dtype, np.integer)):
+            raise ValueError(f"{where}: {key!r} must hold real numbers (float or int), got dtype {value.dtype}")
+    with np.errstate(over="ignore"):  # a value past float32's range becomes inf: refused below, by key
+        arrays = {k: v.astype(np.float32) for k, v in arrays.items()}
     frames = arrays["joint_pos"].shape[0] if arrays["joint_pos"].ndim == 2 else -1
     expected = {
         "joint_pos": (frames, num_joints),
@@ -104,10 +113,12 @@ def load_motion(
     norms = np.linalg.norm(arrays["body_quat_w"], axis=-1)
     if np.abs(norms - 1.0).max() > 1e-3:
         raise ValueError(f"{where}: 'body_quat_w' must hold unit quaternions, got norms up to {norms.max():.4g}")
-    clip_fps = float(np.asarray(data["fps"]).reshape(-1)[0])
+    if raw_fps.size != 1 or not (np.issubdtype(raw_fps.dtype, np.floating) or np.issubdtype(raw_fps.dtype, np.integer)):
+        raise ValueError(f"{where}: 'fps' must be one number > 0, got {raw_fps.tolist()!r}")
+    clip_fps = float(raw_fps.reshape(-1)[0])
     if not (np.isfinite(clip_fps) and clip_fps > 0):
-        raise ValueError(f"{where}: 'fps' must be a number > 0, got {clip_fps!r}")
+        raise ValueError(f"{where}: 'fps' must be one number > 0, got {clip_fps!r}")
     if fps is not None and abs(clip_fps - fps) > 1e-3 * fps:
         raise ValueError(f"{where} is at {clip_fps:g} fps; the task steps at {fps:g} per second (resample the clip)")
-    tensors = {k: torch.as_tensor(v, dtype=torch.float32, device=device) for k, v in arrays.items()}
+    tensors = {k: torch.as_tensor(v, device=device) for k, v in arrays.items()}
     return MotionClip(fps=clip_fps, **tensors)

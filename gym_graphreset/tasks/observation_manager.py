@@ -34,23 +34,34 @@ class _ObsTermState:
                 f"observations[{group!r}][{name!r}]: {getattr(term.func, '__name__', term.func)!r} must return "
                 f"a ({env.num_envs}, k) tensor, got {got}"
             )
+        if sample.is_complex():
+            raise ValueError(
+                f"observations[{group!r}][{name!r}]: {getattr(term.func, '__name__', term.func)!r} returned "
+                f"{sample.dtype}; an observation is real (floating, integer or bool; the group is float32)"
+            )
         self.width = int(sample.shape[1])
+        scales = term.scale
+        if isinstance(scales, tuple) and len(scales) not in (1, self.width):
+            raise ValueError(
+                f"observations[{group!r}][{name!r}]: `scale` has {len(scales)} entries; the term is "
+                f"{self.width} wide (give one scale, or one per column)"
+            )
         self.noise = term.noise if corrupt else None
         self.words: slice | None = None
         if self.noise is not None:
             self.words = block.allocate(f"observations.{group}.{name}", self.width * self.noise.words_per_element)
         dev = env.device
         self.scale = None if term.scale is None else torch.tensor(term.scale, dtype=torch.float32, device=dev)
-        self.delay = DelayBuffer(env.num_envs, term.delay, self.width, dev, sample.dtype) if term.delay else None
+        self.delay = DelayBuffer(env.num_envs, term.delay, self.width, dev, torch.float32) if term.delay else None
         self.history = (
-            CircularBuffer(env.num_envs, term.history_length, self.width, dev, sample.dtype)
+            CircularBuffer(env.num_envs, term.history_length, self.width, dev, torch.float32)
             if term.history_length
             else None
         )
         self.out_width = self.width * max(1, term.history_length)
 
     def __call__(self, u: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-        x = self.call()
+        x = self.call().float()  # the space's dtype (a no-op on float32)
         noise, words = self.noise, self.words
         if isinstance(noise, UniformNoise) and words is not None:
             half, centre = 0.5 * (noise.high - noise.low), 0.5 * (noise.high + noise.low)

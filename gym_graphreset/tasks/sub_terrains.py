@@ -44,15 +44,25 @@ def _check_non_negative(where: str, name: str, value: Any) -> None:
         _fail(where, name, "a finite number >= 0", value)
 
 
-def _check_range(where: str, name: str, value: Any, low: float = 0.0) -> None:
+def _check_range(where: str, name: str, value: Any, low: float = 0.0, high: float = math.inf) -> None:
     ok = (
         isinstance(value, (tuple, list))
         and len(value) == 2
-        and all(_finite(v) and v >= low for v in value)
+        and all(_finite(v) and low <= v <= high for v in value)
         and value[0] <= value[1]
     )
     if not ok:
-        _fail(where, name, f"a (low, high) of finite numbers >= {low:g} with low <= high", value)
+        within = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+        _fail(where, name, f"a (low, high) of finite numbers {within} with low <= high", value)
+
+
+def _check_int(where: str, name: str, value: Any, low: int, high: int | None = None, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    top = value if high is None else high
+    if not (isinstance(value, int) and not isinstance(value, bool) and low <= value <= top):
+        text = f"an int in [{low}, {high}]" if high is not None else f"an int >= {low}"
+        _fail(where, name, f"None or {text}" if optional else text, value)
 
 
 def _check_literal(where: str, name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -71,6 +71,10 @@ def _int_at_least(where: str, name: str, value: Any, low: int) -> None:
     )
 
 
+def _check_callable(where: str, func: Any) -> None:
+    _check(callable(func), where, f"`func` must be callable, got {func!r}")
+
+
 def _scale_ok(value: Any) -> bool:
     sequence = isinstance(value, (tuple, list)) and len(value) > 0
     return number().ok(value) or (sequence and number(size=len(value)).ok(value))
@@ -130,7 +134,7 @@ class ObsTerm:
 
     def __post_init__(self) -> None:
         where = _where("ObsTerm", self.func)
-        _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
+        _check_callable(where, self.func)
         if self.clip is not None:
             _require(where, "clip", self.clip, interval())
         if self.scale is not None:
@@ -170,6 +174,7 @@ class RewardTerm:
 
     def __post_init__(self) -> None:
         where = _where("RewardTerm", self.func)
+        _check_callable(where, self.func)
         _require(where, "weight", self.weight, FINITE)
         check_params(self.func, self.params, where)
 
@@ -183,7 +188,10 @@ class TerminationTerm:
     time_out: bool = False
 
     def __post_init__(self) -> None:
-        check_params(self.func, self.params, _where("TerminationTerm", self.func))
+        where = _where("TerminationTerm", self.func)
+        _check_callable(where, self.func)
+        _check(isinstance(self.time_out, bool), where, f"`time_out` must be a bool, got {self.time_out!r}")
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -263,7 +271,7 @@ class RecorderTerm:
 
     def __post_init__(self) -> None:
         where = _where("RecorderTerm", self.func)
-        _check(callable(self.func), where, f"`func` must be callable, got {self.func!r}")
+        _check_callable(where, self.func)
         check_params(self.func, self.params, where)
 
 

@@ -30,6 +30,7 @@ from gym_graphreset.tasks.sub_terrains import (
     _EPS,
     SubTerrain,
     _box_surface,
+    _check_int,
     _check_literal,
     _check_non_negative,
     _check_positive,
@@ -63,6 +64,10 @@ TERRAIN_BODY = "terrain"
 """The static body holding every terrain geom (contact sensors and rays may name it)."""
 HFIELD_NAME = "terrain_hfield"
 """The name of the heightfield asset and of its geom."""
+
+
+_MAX_SAMPLES = 2**26
+"""The most height samples a generated terrain may have (about 67M: 256 MB of float32 heights)."""
 
 
 @dataclass(frozen=True)
@@ -110,31 +115,24 @@ class TerrainGeneratorCfg:
         if not (isinstance(self.size, (tuple, list)) and len(self.size) == 2 and all(_finite(s) for s in self.size)):
             _fail(where, "size", "an (x, y) pair of finite numbers", self.size)
         _check_positive(where, "horizontal_scale", self.horizontal_scale)
-        for s in self.size:
-            q = s / (2.0 * self.horizontal_scale)
-            if s <= 0 or abs(q - round(q)) > 1e-6:
-                _fail(
-                    where,
-                    "size",
-                    f"positive multiples of 2 * horizontal_scale ({2 * self.horizontal_scale:g})",
-                    self.size,
-                )
-        if not (isinstance(self.num_rows, int) and not isinstance(self.num_rows, bool) and self.num_rows >= 1):
-            _fail(where, "num_rows", "an int >= 1", self.num_rows)
-        _check_range(where, "difficulty_range", self.difficulty_range)
+        step = 2.0 * self.horizontal_scale
+        if any(s <= 0 or abs(s / step - round(s / step)) > 1e-6 for s in self.size):
+            _fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
+        _check_int(where, "num_rows", self.num_rows, 1)
+        _check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)
         _check_non_negative(where, "border_width", self.border_width)
         _check_positive(where, "border_height", self.border_height)
-        if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
-            _fail(where, "seed", "an int >= 0", self.seed)
+        _check_int(where, "seed", self.seed, 0)
         _check_literal(where, "box_terrains", self.box_terrains, ("boxes", "heightfield"))
-        if not (
-            isinstance(self.geom_group, int) and not isinstance(self.geom_group, bool) and 0 <= self.geom_group <= 5
-        ):
-            _fail(where, "geom_group", "an int in [0, 5]", self.geom_group)
+        _check_int(where, "geom_group", self.geom_group, 0, 5)
         if not (len(self.friction) == 3 and all(_finite(f) and f >= 0 for f in self.friction)):
             _fail(where, "friction", "3 finite numbers >= 0", self.friction)
         if not (len(self.rgba) == 4 and all(_finite(c) and 0 <= c <= 1 for c in self.rgba)):
             _fail(where, "rgba", "4 numbers in [0, 1]", self.rgba)
+        per_cell = (self.size[0] / self.horizontal_scale) * (self.size[1] / self.horizontal_scale)
+        if (samples := self.num_rows * self.num_cols * per_cell) > _MAX_SAMPLES:
+            text = f"a grid of at most {_MAX_SAMPLES:,} height samples over every cell (this one: {samples:,.0f})"
+            _fail(where, "size", text, self.size)
 
     @property
     def num_cols(self) -> int:
@@ -259,7 +257,10 @@ class Terrain:
         one when ``num_envs >= num_cols``); levels: uniform in ``[0, max_init_level]`` from ``seed`` (the
         generator's seed by default). Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64, ``(n, 3)`` float32.
         """
-        top = self.cfg.num_rows - 1 if max_init_level is None else min(int(max_init_level), self.cfg.num_rows - 1)
+        _check_int("Terrain.env_origins", "num_envs", num_envs, 1)
+        _check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
+        _check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
+        top = self.cfg.num_rows - 1 if max_init_level is None else min(max_init_level, self.cfg.num_rows - 1)
         rng = np.random.default_rng(self.cfg.seed if seed is None else seed)
         levels = rng.integers(0, top + 1, size=num_envs)
         types = np.repeat(np.arange(self.cfg.num_cols), _proportional_counts(num_envs, self._proportions()))
@@ -389,9 +390,7 @@ class TerrainCfg:
     def __post_init__(self) -> None:
         if not isinstance(self.generator, TerrainGeneratorCfg):
             _fail("TerrainCfg", "generator", "a TerrainGeneratorCfg", self.generator)
-        m = self.max_init_level
-        if m is not None and not (isinstance(m, int) and not isinstance(m, bool) and m >= 0):
-            _fail("TerrainCfg", "max_init_level", "None or an int >= 0", m)
+        _check_int("TerrainCfg", "max_init_level", self.max_init_level, 0, optional=True)
 
     def build(self, env: ManagerBasedEnv) -> TerrainState:
         """The terrain state of ``env``'s rows."""

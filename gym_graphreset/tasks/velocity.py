@@ -61,6 +61,12 @@ class LeggedRobot:
             raise ValueError(
                 f"LeggedRobot: `action_scale` must be {number(size=k).text} (one per joint), got {self.action_scale!r}"
             )
+        sites, sensors = len(self.foot_sites), len(self.foot_contact_sensors)
+        if sites == 0 or sites != sensors or not self.foot_geoms:
+            raise ValueError(
+                f"LeggedRobot: one foot site and one contact sensor per foot, and the feet's collision geoms; got "
+                f"{sites} foot_sites, {sensors} foot_contact_sensors, {len(self.foot_geoms)} foot_geoms"
+            )
         if not FINITE.ok(self.init_base_height):
             raise ValueError(f"LeggedRobot: `init_base_height` must be {FINITE.text}, got {self.init_base_height!r}")
 

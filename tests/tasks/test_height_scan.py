@@ -137,7 +137,7 @@ def test_flat_ground_reads_base_height(env: ManagerBasedEnv) -> None:
     assert scan.shape == (3, 187)
     assert torch.allclose(scan, z.unsqueeze(1).expand(3, 187), atol=1e-4)
     obs, _ = env.reset()
-    assert obs["policy"].shape == (3, 187)  # the observation made at the reset has the scan's width
+    assert obs.shape == (3, 187)  # one group: its tensor, made at the reset with the scan's width
 
 
 def test_step_is_seen_where_rays_land_on_it(env: ManagerBasedEnv) -> None:
@@ -437,3 +437,18 @@ def test_unknown_scan_body_lists_the_bodies() -> None:
     """A body the model lacks is refused naming the sensor and listing the model's bodies."""
     with pytest.raises(ValueError, match=r"RayCastSensorCfg: .*'trunk'.*bodies: \['world', 'base', 'arm'\]"):
         ManagerBasedEnv(task(FLOATER, RayCastSensorCfg("trunk")), 1, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"size": (float("inf"), 1.0)}, "`size` must be an (x, y) pair of finite numbers >= 0, got (inf, 1.0)"),
+        ({"size": (True, 1.0)}, "`size` must be an (x, y) pair of finite numbers >= 0, got (True, 1.0)"),
+        ({"resolution": 1e-5}, "has 16,000,260,001 rays per env; at most 65,536 are accepted (raise `resolution`)"),
+        ({"max_distance": float("nan")}, "`max_distance` must be a finite number > 0, got nan"),
+    ],
+    ids=["infinite", "bool", "too-many-rays", "nan-distance"],
+)
+def test_bad_ray_grids_are_refused_before_allocating(change: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RayCastSensorCfg("base", **change)  # type: ignore[arg-type]

@@ -67,8 +67,30 @@ def test_a_users_clip_in_mjlabs_format_loads(tmp_path: Path) -> None:
         (lambda a: a["joint_vel"].__setitem__((1, 2), np.nan), "'joint_vel' holds non-finite values"),
         (lambda a: a["body_quat_w"].__setitem__((0, 3, 0), 2.0), "'body_quat_w' must hold unit quaternions"),
         (lambda a: a.update(fps=np.array([30.0])), "is at 30 fps; the task steps at 50 per second"),
+        (
+            lambda a: a.update(joint_pos=np.where(np.arange(29) == 3, 1e39, a["joint_pos"].astype(np.float64))),
+            "'joint_pos' holds non-finite values",  # finite in float64, inf as the float32 the clip is kept in
+        ),
+        (lambda a: a.update(fps=np.array([])), "'fps' must be one number > 0, got []"),
+        (lambda a: a.update(fps=np.array([50.0, 30.0])), "'fps' must be one number > 0, got [50.0, 30.0]"),
+        (lambda a: a.update(joint_vel=a["joint_vel"] * 1j), "'joint_vel' must hold real numbers (float or int)"),
+        (lambda a: a.update(joint_vel=a["joint_vel"].astype(str)), "'joint_vel' must hold real numbers"),
+        (lambda a: a.update(joint_vel=a["joint_vel"].astype(object)), "a clip holds numeric arrays only"),
     ],
-    ids=["missing_key", "other_robot_joints", "other_robot_bodies", "nan", "quaternion", "frame_rate"],
+    ids=[
+        "missing_key",
+        "other_robot_joints",
+        "other_robot_bodies",
+        "nan",
+        "quaternion",
+        "frame_rate",
+        "past_float32",
+        "no_fps",
+        "two_fps",
+        "complex",
+        "text",
+        "objects",
+    ],
 )
 def test_bad_clips_are_refused(tmp_path: Path, edit, message: str) -> None:  # type: ignore[no-untyped-def]
     """Each defect is named with the file."""

@@ -151,6 +151,11 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: RandomBoxesTerrainCfg(num_boxes=-1), "num_boxes"),
         (lambda: PyramidSlopeTerrainCfg(proportion=0.0), "proportion"),
         (lambda: TerrainCfg(SMALL, max_init_level=-1), "max_init_level"),
+        (lambda: replace(SMALL, difficulty_range=(0.0, 2.0)), "difficulty_range"),
+        (lambda: replace(SMALL, size=(1e5, 1e5)), "size"),  # 7 TiB of heights: refused before allocating
+        (lambda: generate_terrain(SMALL).env_origins(0), "num_envs"),
+        (lambda: generate_terrain(SMALL).env_origins(4, max_init_level=-1), "max_init_level"),
+        (lambda: generate_terrain(SMALL).env_origins(4, seed="a"), "seed"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_values_are_refused_naming_the_field(build, field: str) -> None:

@@ -43,6 +43,7 @@ def reset_root_state_uniform(
     yaw: float,
 ) -> None:
     """Base position uniform within ``+-xy`` and ``z`` above the spawn height, yaw within ``+-yaw`` (4 draws)."""
+    _need_draws(u, 4, "reset_root_state_uniform")
     qpos = env.initial_state.qpos
     qpos[:, 0] = span(u[:, 0], -xy, xy)
     qpos[:, 1] = span(u[:, 1], -xy, xy)
@@ -55,6 +56,7 @@ def reset_joints_by_offset(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, position_range: tuple[float, float]
 ) -> None:
     """Joints at the default pose plus a uniform offset, clipped to the soft limits (one draw per joint)."""
+    _need_draws(u, env.default_joint_pos.shape[-1], "reset_joints_by_offset")
     joints = env.default_joint_pos + span(u, *position_range)
     limits = env.soft_joint_limits
     env.initial_state.qpos[:, env.joint_qpos_ids] = torch.maximum(torch.minimum(joints, limits[:, 1]), limits[:, 0])
@@ -74,6 +76,7 @@ def randomize_geom_friction(
 
     Needs ``model_fields=("geom_friction",)`` on the event.
     """
+    _need_draws(u, 3, "randomize_geom_friction")
 
     def log_uniform(x: torch.Tensor, r: tuple[float, float]) -> torch.Tensor:
         return torch.exp(span(x, math.log(r[0]), math.log(r[1])))
@@ -88,6 +91,7 @@ def randomize_geom_friction(
 @accepts(bias=NON_NEGATIVE)
 def randomize_encoder_bias(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, bias: float) -> None:
     """A per-world joint encoder bias uniform in ``+-bias`` (one draw per joint), in ``env.encoder_bias``."""
+    _need_draws(u, env.encoder_bias.shape[1], "randomize_encoder_bias")
     env.encoder_bias.copy_(torch.where(rows.unsqueeze(1), span(u, -bias, bias), env.encoder_bias))
 
 
@@ -99,6 +103,7 @@ def randomize_body_com(
 
     Needs ``model_fields=("body_ipos",)`` on the event.
     """
+    _need_draws(u, 3, "randomize_body_com")
     field, base = env.model_field("body_ipos"), env.model_default("body_ipos")
     scale = env.constant(("com_offset", offset), lambda: torch.tensor(offset, dtype=torch.float32, device=env.device))
     ipos = base.expand(env.num_envs, -1, -1).clone()
@@ -115,6 +120,7 @@ def push_by_setting_velocity(
     angular: tuple[float, float, float],
 ) -> None:
     """Add a random base velocity (world frame, up to ``+-linear`` / ``+-angular``) on ``rows`` (6 draws)."""
+    _need_draws(u, 6, "push_by_setting_velocity")
     scale = env.constant(
         ("push", linear, angular), lambda: torch.tensor((*linear, *angular), dtype=torch.float32, device=env.device)
     )

@@ -19,6 +19,7 @@ clearances of :mod:`gym_graphreset.tasks.mdp.terrain_height`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +42,10 @@ __all__ = [
     "ray_context",
     "terrain_normal",
 ]
+
+
+_MAX_RAYS = 65_536
+"""The most rays one sensor casts per env (mjlab's Go1 scan: 187)."""
 
 
 def grid_pattern(size: tuple[float, float], resolution: float) -> torch.Tensor:
@@ -84,12 +89,19 @@ class RayCastSensorCfg:
         if not (isinstance(self.body, str) and self.body):
             raise ValueError(f"{where}: `body` must be a body name, got {self.body!r}")
         ok = isinstance(self.size, (tuple, list)) and len(self.size) == 2
-        if not (ok and all(isinstance(s, (int, float)) and s >= 0 for s in self.size)):
-            raise ValueError(f"{where}: `size` must be an (x, y) pair of numbers >= 0, got {self.size!r}")
+        finite = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)  # noqa: E731
+        if not (ok and all(finite(s) and s >= 0 for s in self.size)):
+            raise ValueError(f"{where}: `size` must be an (x, y) pair of finite numbers >= 0, got {self.size!r}")
         for name in ("resolution", "max_distance"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")):
+            if not (finite(v) and v > 0):
                 raise ValueError(f"{where}: `{name}` must be a finite number > 0, got {v!r}")
+        rays = math.prod(math.floor(s / self.resolution + 0.5) + 1 for s in self.size)
+        if rays > _MAX_RAYS:
+            raise ValueError(
+                f"{where}: a {self.size[0]:g} x {self.size[1]:g} m grid at resolution {self.resolution:g} m has "
+                f"{rays:,} rays per env; at most {_MAX_RAYS:,} are accepted (raise `resolution`)"
+            )
         if self.alignment not in ("yaw", "base", "world"):
             raise ValueError(f"{where}: `alignment` must be 'yaw', 'base' or 'world', got {self.alignment!r}")
         g = self.geom_group

@@ -1,0 +1,166 @@
+"""What each manager demands of a term, checked where the user meets it, naming the term and what is accepted.
+
+Build-time checks (a term's signature, the names it reads, the action terms' joints and actuators) fail when
+the env is built; a term's result (shape, dtype) is checked where the manager takes it, from metadata only
+(no device read), so the check costs nothing in a captured step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+
+pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
+
+from gym_graphreset import FixedShapeAutoresetVectorEnv
+from gym_graphreset.tasks import (
+    EventTerm,
+    JointEffortAction,
+    JointPositionAction,
+    ManagerBasedEnv,
+    MetricTerm,
+    ObsTerm,
+    RewardTerm,
+    TaskCfg,
+    TerminationTerm,
+    mdp,
+)
+from tests.tasks.test_layer import ROBOT, user_task
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+N = 2
+
+
+def _build(cfg: TaskCfg) -> ManagerBasedEnv:
+    return ManagerBasedEnv(cfg, N, device="cpu")
+
+
+def _stepped(cfg: TaskCfg) -> ManagerBasedEnv:
+    env = _build(cfg)
+    env.step(torch.zeros(N, env.single_action_space.shape[0]))
+    return env
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda c: c.replace_term("rewards", "track_linear_velocity", params={"std": 0.5, "command_name": "twst"}),
+            "rewards['track_linear_velocity']: 'track_linear_velocity' param `command_name`: the task has no "
+            "command 'twst'; its commands: ['twist']",
+        ),
+        (
+            lambda c: c.with_term("events", "kick", EventTerm(lambda env, rows: None, "reset")),
+            "events['kick']: '<lambda>' is called as func(env, rows, u, **params) and takes 2 positional argument(s)",
+        ),
+        (
+            lambda c: replace(
+                c,
+                actions={
+                    "a": JointPositionAction(("left_hip", "right_hip")),
+                    "b": JointPositionAction(("left_hip",)),
+                },
+            ),
+            "TaskCfg.actions['b']: joint 'left_hip' is already driven by action term 'a'",
+        ),
+        (
+            lambda c: replace(c, actions={"a": JointPositionAction(("left_hip", "sholder"))}),
+            "TaskCfg.actions: the model has no joint 'sholder'; the model's joints: [",
+        ),
+        (
+            lambda c: replace(c, actions={"a": JointEffortAction(("left_hip", "right_hip"))}),
+            "actions['a']: a JointEffortAction drives torque motors (`<motor>`: no bias); actuators ['left_hip', "
+            "'right_hip'] are not (use JointPositionAction for them)",
+        ),
+        (
+            lambda c: c.with_obs("policy", "gravity", ObsTerm(mdp.projected_gravity, scale=(1.0, 2.0))),
+            "observations['policy']['gravity']: `scale` has 2 entries; the term is 3 wide",
+        ),
+        (
+            lambda c: c.with_obs("policy", "complex", ObsTerm(lambda env: env.qpos[:, :1] * 1j)),
+            "returned torch.complex64; an observation is real",
+        ),
+    ],
+    ids=["unknown-command", "event-arity", "joint-twice", "unknown-joint", "effort-on-servos", "obs-scale", "complex"],
+)
+def test_bad_terms_are_refused_when_the_env_is_built(change: Any, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        _build(change(user_task()))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda c: c.with_term("rewards", "wide", RewardTerm(lambda env: torch.ones(env.num_envs, 1), 1.0)),
+            "rewards['wide']: '<lambda>' must return a (2,) real tensor, got (2, 1) torch.float32",
+        ),
+        (
+            lambda c: c.with_term("terminations", "soft", TerminationTerm(lambda env: torch.zeros(env.num_envs))),
+            "terminations['soft']: '<lambda>' must return a (2,) bool tensor, got (2,) torch.float32",
+        ),
+        (
+            lambda c: c.with_term("metrics", "pair", MetricTerm(lambda env: torch.ones(env.num_envs, 2))),
+            "metrics['pair']: '<lambda>' must return a (2,) real tensor, got (2, 2) torch.float32",
+        ),
+        (
+            lambda c: c.with_term("rewards", "listy", RewardTerm(lambda env: [0.0] * env.num_envs, 1.0)),
+            "rewards['listy']: '<lambda>' must return a (2,) real tensor, got list",
+        ),
+    ],
+    ids=["reward-shape", "termination-dtype", "metric-shape", "reward-not-a-tensor"],
+)
+def test_a_term_s_bad_result_is_refused_naming_it(change: Any, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        _stepped(change(user_task()))
+
+
+def test_results_are_cast_to_the_declared_float32() -> None:
+    """A float64 observation or reward term (and an int or bool one) still gives float32, as the spaces say."""
+    cfg = user_task().with_obs("policy", "height64", ObsTerm(lambda env: env.qpos[:, 2:3].double()))
+    cfg = cfg.with_obs("policy", "steps", ObsTerm(lambda env: env.elapsed.unsqueeze(1)))
+    ones64 = RewardTerm(lambda env: torch.ones(env.num_envs, dtype=torch.float64), 1.0)
+    cfg = cfg.with_term("rewards", "alive64", ones64)
+    cfg = cfg.with_term("rewards", "flag", RewardTerm(lambda env: env.qpos[:, 2] > 0.0, 1.0))
+    env = _build(cfg)
+    obs, reward, *_ = env.step(torch.zeros(N, 2))
+    assert obs["policy"].dtype == torch.float32 and obs["critic"].dtype == torch.float32
+    assert reward.dtype == torch.float32
+    assert env.observation_space.contains({k: v.numpy() for k, v in obs.items()})
+
+
+def test_an_event_s_draws_must_match_what_it_uses() -> None:
+    """Too few or too many draws for a fixed-draw event is refused by name, not broadcast silently."""
+    cfg = user_task().replace_term("events", "reset_robot_joints", draws=1)
+    message = "reset_joints_by_offset: its EventTerm needs `draws=2`, got draws=1"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _build(cfg)
+
+
+def test_one_observation_group_is_returned_as_its_box() -> None:
+    """With one group the env returns that group's tensor, which its Box space describes (through the wrapper)."""
+    cfg = user_task()
+    env = _build(replace(cfg, observations={"policy": cfg.observations["policy"]}))
+    wrapped = FixedShapeAutoresetVectorEnv(env, "masked")
+    obs, _ = wrapped.reset(seed=0)
+    assert isinstance(obs, torch.Tensor) and obs.shape == wrapped.observation_space.shape
+    obs, *_ = wrapped.step(torch.zeros(N, 2))
+    assert isinstance(obs, torch.Tensor) and wrapped.single_observation_space.contains(obs[0].numpy())
+    assert set(env.last_obs) == {"policy"} and torch.equal(env.last_obs["policy"], obs)
+    wrapped.close()
+
+
+def test_a_robot_needs_a_site_and_a_contact_sensor_per_foot() -> None:
+    with pytest.raises(ValueError, match=re.escape("got 1 foot_sites, 2 foot_contact_sensors, 2 foot_geoms")):
+        replace(ROBOT, foot_sites=("left_sole",))
+
+
+def test_declared_terms_refuse_a_non_callable_and_a_non_bool_time_out() -> None:
+    with pytest.raises(ValueError, match=re.escape("`func` must be callable, got 'upright'")):
+        RewardTerm("upright", 1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=re.escape("`time_out` must be a bool, got 'yes'")):
+        TerminationTerm(mdp.time_out, time_out="yes")  # type: ignore[arg-type]
