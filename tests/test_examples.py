@@ -304,3 +304,27 @@ def test_own_robot_trains_plays_and_exports_by_its_module_id(own_robot: Any, tmp
     assert f"{env_id} x4, 3 steps of the deterministic policy" in capsys.readouterr().out
     assert main(["export", str(checkpoint), "--out", str(tmp_path / "exported"), "--formats", "torchscript"]) == 0
     assert (tmp_path / "exported" / "policy.pt").is_file()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_reach_arm_checks_trains_and_plays_with_one_observation_group(tmp_path: Path, capsys: Any) -> None:
+    """The non-legged example: its own command, one observation group (a Box), through check, PPO and play."""
+    pytest.importorskip("mujoco_warp", reason="the arm example runs on MuJoCo Warp (the `mjwarp` extra)")
+    import torch
+
+    from gym_graphreset.cli import main
+    from gym_graphreset.testing import check_env
+
+    arm = load_example("reach_arm")
+    summary = check_env(lambda: arm.ManagerBasedEnv(arm.reach_task(), 4, device="cpu", max_episode_steps=20))
+    assert "bit for bit" in summary
+    ppo = load_example("ppo_continuous")
+    env_id = f"reach_arm:{arm.ENV_ID}"
+    argv = ["--env-id", env_id, "--num-envs", "4", "--num-steps", "8", "--total-timesteps", "64", "--device", "cpu"]
+    argv += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-dims", "16,16"]
+    argv += ["--out", str(tmp_path / "out"), "--save-dir", str(tmp_path / "ckpt"), "--save-every", "1"]
+    ppo.train(ppo.parse_args(argv))
+    checkpoint = tmp_path / "ckpt" / "model_2.pt"
+    assert torch.load(checkpoint, weights_only=False)["policy"]["obs_dim"] == 8
+    assert main(["play", str(checkpoint), "--steps", "3", "--no-video", "--device", "cpu"]) == 0
+    assert f"{env_id} x4, 3 steps of the deterministic policy" in capsys.readouterr().out
