@@ -39,9 +39,9 @@ def check_env(make_inner: Callable[[], VectorEnv], *, steps: int = 60, host_read
     Args:
         make_inner: Builds a fresh inner env (called three times: the reference, the masked run, the count).
             Give it a short episode limit so that resets happen within ``steps``.
-        steps: Steps compared, bit for bit (:func:`~gym_graphreset.testing.assert_masked_matches_selected`).
+        steps: Steps compared, bit for bit (:func:`~gym_graphreset.testing.harness.assert_masked_matches_selected`).
         host_read_steps: Masked steps counted for host reads
-            (:func:`~gym_graphreset.testing.assert_no_host_reads`; the deferred checks' poll, the one
+            (:func:`~gym_graphreset.testing.host_reads.assert_no_host_reads`; the deferred checks' poll, the one
             read by design, falls after them).
         seed: The reset seed; the actions are drawn from it too.
 
