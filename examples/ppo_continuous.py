@@ -68,12 +68,12 @@ class Args:
     """Command-line configuration (every field is a ``--flag``)."""
 
     env_id: str = "gym_graphreset/Ant-v5"
-    num_envs: int = 4096  # per rank under torchrun
+    num_envs: int = 4096
     total_timesteps: int = 100_000_000
-    time_limit_s: float = 0.0  # stop after this many seconds (0: no limit)
+    time_limit_s: float = 0.0
     device: str = "auto"
     seed: int = 1
-    num_steps: int = 16  # rollout length per env
+    num_steps: int = 16
     learning_rate: float = 3e-4
     anneal_lr: bool = True
     gamma: float = 0.99
@@ -85,23 +85,63 @@ class Args:
     vf_coef: float = 2.0
     max_grad_norm: float = 1.0
     hidden: int = 256
-    cuda_graph: bool = True  # capture the whole env step when on CUDA
-    update_graph: bool = True  # capture the whole PPO update as one CUDA graph when on CUDA (not under torchrun)
-    compile: bool = False  # torch.compile the minibatch loss before capturing the update
+    cuda_graph: bool = True
+    update_graph: bool = True
+    compile: bool = False
     out: str = "runs"
     log_every: int = 10
-    preset: str = ""  # "mjlab-go1" / "mjlab-g1": the settings below from mjlab's Go1 PPO config (explicit flags win)
-    hidden_dims: str = ""  # e.g. "512,256,128" (default: two layers of --hidden)
-    desired_kl: float = 0.0  # > 0: rsl_rl's adaptive learning rate toward this KL (replaces --anneal-lr)
-    random_initial_elapsed: bool = False  # start episodes at random steps (rsl_rl's init_at_random_ep_len)
-    max_episode_steps: int = 0  # > 0: the env's truncation horizon (0: the task's own)
-    render_gif: str = ""  # after training, a GIF of world 0 under the policy's mean action (MuJoCo Warp tasks)
-    render_steps: int = 250  # env steps in that GIF
-    model_xml: str = ""  # the env's model_xml (Go1: an MJCF with mjlab's names; empty: the task's own model)
-    save_dir: str = ""  # checkpoints here (model_<iteration>.pt), every --save-every iterations and at the end
-    save_every: int = 0  # iterations between checkpoints (0: only the final one)
-    resume: str = ""  # a checkpoint of this script to continue from (agent, optimizer, normaliser, iteration)
-    tensorboard_dir: str = ""  # TensorBoard scalars here, one point per log line (empty: none)
+    preset: str = ""
+    hidden_dims: str = ""
+    desired_kl: float = 0.0
+    random_initial_elapsed: bool = False
+    max_episode_steps: int = 0
+    render_gif: str = ""
+    render_steps: int = 250
+    model_xml: str = ""
+    save_dir: str = ""
+    save_every: int = 0
+    resume: str = ""
+    tensorboard_dir: str = ""
+
+
+HELP: dict[str, str] = {
+    "env_id": "a registered env id, or module:id (the module is imported first)",
+    "num_envs": "envs stepped together (per rank under torchrun)",
+    "total_timesteps": "env steps to train for, num_envs x num_steps per iteration (per rank under torchrun)",
+    "time_limit_s": "stop after this many seconds (0: no limit)",
+    "device": "cuda, cpu or auto",
+    "seed": "seed of the env's reset and the policy's initialisation",
+    "num_steps": "rollout length per env",
+    "learning_rate": "Adam's learning rate",
+    "anneal_lr": "decay the learning rate linearly to 0 over the run",
+    "gamma": "discount factor",
+    "gae_lambda": "GAE's lambda",
+    "num_minibatches": "minibatches per epoch",
+    "update_epochs": "epochs over each rollout",
+    "clip_coef": "PPO's ratio clip",
+    "ent_coef": "entropy bonus weight",
+    "vf_coef": "value-loss weight",
+    "max_grad_norm": "gradient-norm clip",
+    "hidden": "width of the two hidden layers (see --hidden-dims)",
+    "cuda_graph": "capture the whole env step when on CUDA",
+    "update_graph": "capture the whole PPO update as one CUDA graph when on CUDA (not under torchrun)",
+    "compile": "torch.compile the minibatch loss before capturing the update",
+    "out": "folder of the learning-curve JSON and PNG",
+    "log_every": "iterations between log lines",
+    "preset": '"mjlab-go1" / "mjlab-g1": the settings below from mjlab\'s Go1 PPO config (explicit flags win)',
+    "hidden_dims": 'e.g. "512,256,128" (default: two layers of --hidden)',
+    "desired_kl": "> 0: rsl_rl's adaptive learning rate toward this KL (replaces --anneal-lr)",
+    "random_initial_elapsed": "start episodes at random steps (rsl_rl's init_at_random_ep_len)",
+    "max_episode_steps": "> 0: the env's truncation horizon (0: the task's own)",
+    "render_gif": "after training, a GIF of world 0 under the policy's mean action (MuJoCo Warp tasks)",
+    "render_steps": "env steps in that GIF",
+    "model_xml": "the env's model_xml (Go1: an MJCF with mjlab's names; empty: the task's own model)",
+    "save_dir": "checkpoints here (model_<iteration>.pt), every --save-every iterations and at the end",
+    "save_every": "iterations between checkpoints (0: only the final one)",
+    "resume": "a checkpoint of this script to continue from (agent, optimizer, normaliser, iteration)",
+    "tensorboard_dir": "TensorBoard scalars here, one point per log line (empty: none)",
+}
+"""Each flag's help text (``--help``)."""
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -138,11 +178,11 @@ def parse_args(argv: list[str] | None = None) -> Args:
                 flag,
                 type=lambda s: s.lower() in ("1", "true", "yes"),
                 default=f.default,
-                help=f"(default: {f.default})",
+                help=f"{HELP[f.name]} (default: {f.default})",
             )
         else:
             kind = {"int": int, "float": float, "str": str}[str(f.type)]
-            parser.add_argument(flag, type=kind, default=f.default, help=f"(default: {f.default})")
+            parser.add_argument(flag, type=kind, default=f.default, help=f"{HELP[f.name]} (default: {f.default})")
     preset = parser.parse_args(argv).preset
     if preset:
         if preset not in PRESETS:

@@ -19,6 +19,18 @@ def test_ppo_cli_parses_flags() -> None:
     assert (args.env_id, args.num_envs, args.cuda_graph) == ("gym_graphreset/Hopper-v5", 8, False)
 
 
+def test_ppo_help_describes_every_flag(capsys: Any) -> None:
+    """``--help`` says what each flag is for, not only its default."""
+    import dataclasses
+
+    ppo = _load("ppo_continuous")
+    assert set(ppo.HELP) == {f.name for f in dataclasses.fields(ppo.Args)}
+    with pytest.raises(SystemExit):
+        ppo.parse_args(["--help"])
+    out = " ".join(capsys.readouterr().out.split())  # whatever the terminal's width
+    assert "--learning-rate LEARNING_RATE Adam's learning rate (default: 0.0003)" in out
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_ppo_learns_inverted_pendulum(tmp_path: Path) -> None:
