@@ -62,6 +62,8 @@ class CaptureReport:
     reasons: dict[str, str] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
     host_reads: list[str] | None = None
+    unchecked_because: str = ""
+    """Why a check that was asked for counted nothing (the step it took ran no such body)."""
 
     @property
     def host_reads_checked(self) -> bool:
@@ -79,12 +81,10 @@ class CaptureReport:
         return not (set(self.reasons) - set(DEVICE_REASONS)) and self.host_reads_checked
 
     def __str__(self) -> str:
-        unchecked = (
-            ""
-            if self.host_reads_checked
-            else "\n  - host reads: not checked (capture_report(..., check_host_reads=True) counts them over "
-            "one step, which it takes)"
+        why = self.unchecked_because or (
+            "capture_report(..., check_host_reads=True) counts them over one step, which it takes"
         )
+        unchecked = "" if self.host_reads_checked else f"\n  - host reads: not checked ({why})"
         if self.eligible:
             return f"capture of scope {self.scope!r} is possible; {self.state}"
         if not self.reasons:

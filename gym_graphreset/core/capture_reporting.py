@@ -72,7 +72,10 @@ def build_capture_report(
         "participants": env._parts.report(),
         "compile": None if env._body.compiled is None else env._body.compiled.report.as_dict(),
     }
-    return CaptureReport(scope, reasons, state, host_reads)
+    unchecked = ""
+    if check_host_reads and host_reads is None:
+        unchecked = f"the step taken ran no separate {scope} body to count; {reasons.get('flags', 'see above')}"
+    return CaptureReport(scope, reasons, state, host_reads, unchecked)
 
 
 def count_host_reads(env: FixedShapeAutoresetVectorEnv, scope: str, actions: torch.Tensor | None) -> list[str] | None:

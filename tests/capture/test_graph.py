@@ -251,7 +251,11 @@ def test_capture_report_reset_scope_counts_the_reset_body() -> None:
     assert "host_reads" in report.reasons and report.host_reads[0].endswith(".__bool__")
     selected = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(8))  # its reset body runs in no runner of its own
     selected.reset(seed=0)
-    assert selected.capture_report("reset", check_host_reads=True).host_reads is None
+    report = selected.capture_report("reset", check_host_reads=True)
+    assert report.host_reads is None
+    assert "host reads: not checked (the step taken ran no separate reset body to count; capture needs" in str(
+        report
+    )  # not "pass check_host_reads=True", which was passed
 
 
 def test_capture_report_check_refusals() -> None:
