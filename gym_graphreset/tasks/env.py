@@ -70,6 +70,21 @@ class Sensors(dict[str, Any]):
         raise KeyError(f"the task has no sensor {key!r} (TaskCfg.sensors); its sensors: {sorted(self)}")
 
 
+def _check_model_fields(cfg: TaskCfg) -> None:
+    """Refuse an event's ``model_fields`` entry that names no field of ``mujoco_warp.Model``, naming the event."""
+    import dataclasses
+    import difflib
+
+    import mujoco_warp
+
+    fields = {f.name for f in dataclasses.fields(mujoco_warp.Model)}
+    for name, event in cfg.events.items():
+        for unknown in [f for f in event.model_fields if f not in fields]:
+            close = difflib.get_close_matches(unknown, sorted(fields), n=3)
+            hint = f"; close: {close}" if close else ""
+            raise ValueError(f"events[{name!r}]: `model_fields` has {unknown!r}, no field of mujoco_warp.Model{hint}")
+
+
 class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     """A manager-based task on MuJoCo Warp (see the module docstring).
 
@@ -109,6 +124,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
+        _check_model_fields(cfg)
         self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.model_fields))
         self.refresh = cfg.refresh
         model = cfg.model() if callable(cfg.model) else cfg.model

@@ -84,8 +84,21 @@ def _stepped(cfg: TaskCfg) -> ManagerBasedEnv:
             lambda c: c.with_obs("policy", "complex", ObsTerm(lambda env: env.qpos[:, :1] * 1j)),
             "returned torch.complex64; an observation is real",
         ),
+        (
+            lambda c: c.replace_term("events", "base_com", model_fields=("body_ipo",)),
+            "events['base_com']: `model_fields` has 'body_ipo', no field of mujoco_warp.Model; close: ['body_ipos'",
+        ),
     ],
-    ids=["unknown-command", "event-arity", "joint-twice", "unknown-joint", "effort-on-servos", "obs-scale", "complex"],
+    ids=[
+        "unknown-command",
+        "event-arity",
+        "joint-twice",
+        "unknown-joint",
+        "effort-on-servos",
+        "obs-scale",
+        "complex",
+        "model-field",
+    ],
 )
 def test_bad_terms_are_refused_when_the_env_is_built(change: Any, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
