@@ -104,6 +104,17 @@ class SubTerrainCfg:
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         raise NotImplementedError
 
+    def size_problem(self, size: tuple[float, float]) -> str | None:
+        """Why this sub-terrain cannot be laid on a cell of ``size`` [m] (``None``: it can)."""
+        return None
+
+
+def _platform_problem(platform_width: float, size: tuple[float, float]) -> str | None:
+    """A central platform wider than the cell leaves nothing of the terrain (narrower ones shrink it)."""
+    if platform_width > min(size):
+        return f"`platform_width` ({platform_width:g} m) must fit the cell ({min(size):g} m)"
+    return None
+
 
 @dataclass(frozen=True)
 class FlatTerrainCfg(SubTerrainCfg):
@@ -186,6 +197,10 @@ class PyramidSlopeTerrainCfg(SubTerrainCfg):
         if not isinstance(self.inverted, bool):
             _fail(where, "inverted", "a bool", self.inverted)
 
+    def size_problem(self, size: tuple[float, float]) -> str | None:
+        """The platform must fit the cell."""
+        return _platform_problem(self.platform_width, size)
+
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         slope = self.slope_range[0] + difficulty * (self.slope_range[1] - self.slope_range[0])
         nx, ny = _samples(size, hs)
@@ -233,6 +248,10 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
     def num_steps(self, size: tuple[float, float]) -> int:
         """Steps on each side for a cell of ``size``."""
         return max(0, int((min(size) - 2.0 * self.border_width - self.platform_width) / (2.0 * self.step_width)))
+
+    def size_problem(self, size: tuple[float, float]) -> str | None:
+        """The platform must fit the cell."""
+        return _platform_problem(self.platform_width, size)
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.step_height_range[0] + difficulty * (self.step_height_range[1] - self.step_height_range[0])
@@ -294,6 +313,10 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         _check_range(where, "box_height_range", self.box_height_range)
         _check_non_negative(where, "platform_width", self.platform_width)
         _check_non_negative(where, "border_width", self.border_width)
+
+    def size_problem(self, size: tuple[float, float]) -> str | None:
+        """The platform must fit the cell."""
+        return _platform_problem(self.platform_width, size)
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.box_height_range[0] + difficulty * (self.box_height_range[1] - self.box_height_range[0])

@@ -118,6 +118,9 @@ class TerrainGeneratorCfg:
         step = 2.0 * self.horizontal_scale
         if any(s <= 0 or abs(s / step - round(s / step)) > 1e-6 for s in self.size):
             _fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
+        for name, sub in subs.items():
+            if problem := sub.size_problem(tuple(self.size)):
+                raise ValueError(f"{where}: sub_terrains[{name!r}] on cells of size {tuple(self.size)}: {problem}")
         _check_int(where, "num_rows", self.num_rows, 1)
         _check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)
         _check_non_negative(where, "border_width", self.border_width)

@@ -152,6 +152,8 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: PyramidSlopeTerrainCfg(proportion=0.0), "proportion"),
         (lambda: TerrainCfg(SMALL, max_init_level=-1), "max_init_level"),
         (lambda: replace(SMALL, difficulty_range=(0.0, 2.0)), "difficulty_range"),
+        (lambda: replace(SMALL, sub_terrains={"s": PyramidStairsTerrainCfg(platform_width=50.0)}), "platform_width"),
+        (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(platform_width=50.0)}), "platform_width"),
         (lambda: replace(SMALL, size=(1e5, 1e5)), "size"),  # 7 TiB of heights: refused before allocating
         (lambda: generate_terrain(SMALL).env_origins(0), "num_envs"),
         (lambda: generate_terrain(SMALL).env_origins(4, max_init_level=-1), "max_init_level"),
