@@ -300,11 +300,33 @@ def test_export_refuses_an_out_that_is_a_file(ppo_run: tuple[Any, Path], capsys:
     assert "--out must be a directory (the exported files go in it)" in capsys.readouterr().err
 
 
-def test_play_refuses_a_negative_seed(ppo_run: tuple[Any, Path], capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--seed", "-1"], "--seed: must be an int >= 0, got -1"),
+        (["--camera-distance", "0"], "--camera-distance: must be a finite number of metres > 0, got '0'"),
+    ],
+)
+def test_play_refuses_bad_numbers_as_usage_errors(
+    ppo_run: tuple[Any, Path], extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, folder = ppo_run
     with pytest.raises(SystemExit) as exit_:
-        main(["play", str(folder / "ckpt" / "model_3.pt"), "--seed", "-1"])
-    assert exit_.value.code == 2 and "--seed: must be an int >= 0, got -1" in capsys.readouterr().err
+        main(["play", str(folder / "ckpt" / "model_3.pt"), *extra])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_play_passes_the_camera_distance_to_the_renderer(
+    ppo_run: tuple[Any, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gym_graphreset.cli.policy as policy
+
+    seen: list[tuple[list[int], float]] = []
+    monkeypatch.setattr(policy, "_renderer", lambda env, worlds, distance: seen.append((worlds, distance)))
+    _, folder = ppo_run
+    argv = ["play", str(folder / "ckpt" / "model_3.pt"), "--steps", "2", "--device", "cpu"]
+    assert main([*argv, "--worlds", "0,1", "--camera-distance", "3.5"]) == 0
+    assert seen == [([0, 1], 3.5)]
 
 
 @pytest.mark.parametrize("command", ["bench", "profile"])

@@ -39,15 +39,23 @@ def sizes(text: str) -> list[int]:
     return values
 
 
-def seconds(text: str) -> float:
-    """An argparse ``type``: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}")
-    return value
+def positive(unit: str) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number of ``unit`` > 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number of {unit} > 0, got {text!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"must be a finite number of {unit} > 0, got {text!r}")
+        return value
+
+    return parse
+
+
+seconds = positive("seconds")
+"""An argparse ``type``: a finite number of seconds > 0."""
 
 
 def usage_error(message: str) -> int:

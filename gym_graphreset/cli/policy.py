@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from gym_graphreset.cli.args import int_at_least, resolve_device, unregistered_env, usage_error
+from gym_graphreset.cli.args import int_at_least, positive, resolve_device, unregistered_env, usage_error
 
 
 def add_play_parser(sub: Any) -> None:
@@ -25,6 +25,12 @@ def add_play_parser(sub: Any) -> None:
         "--video", type=Path, default=None, help="MP4 path, a GIF where no encoder (default: runs/play-<task>.mp4)"
     )
     p.add_argument("--no-video", action="store_true", help="print the returns only")
+    p.add_argument(
+        "--camera-distance",
+        type=positive("metres"),
+        default=1.6,
+        help="the camera's distance from each world's root body (default: 1.6; a fixed-base arm may need more)",
+    )
     p.add_argument(
         "--motion",
         type=Path,
@@ -103,7 +109,7 @@ def play(args: argparse.Namespace) -> int:
     if width != policy.obs_dim:
         env.close()
         return usage_error(f"the checkpoint's policy reads {policy.obs_dim} observation columns, {env_id} has {width}")
-    view = None if args.no_video else _renderer(env, worlds)
+    view = None if args.no_video else _renderer(env, worlds, args.camera_distance)
     frames = [view.frame()] if view is not None else []
     returns = torch.zeros(args.num_envs, device=device)
     ended = torch.zeros(3, dtype=torch.float64, device=device)  # finished episodes: returns, lengths, count
@@ -196,12 +202,12 @@ def _write_motion(env: Any, path: Path) -> None:
     print(f"wrote {path} (world 0's episode {chosen.ordinal}: {frames} frames at {1.0 / env.step_dt:g} fps)")
 
 
-def _renderer(env: Any, worlds: list[int]) -> Any:
+def _renderer(env: Any, worlds: list[int], distance: float) -> Any:
     """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
     from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
 
     try:
-        return WorldsView(env, worlds)
+        return WorldsView(env, worlds, distance=distance)
     except (RenderUnavailable, TypeError) as exc:
         print(f"play: no video ({exc}); the returns only")
         return None
