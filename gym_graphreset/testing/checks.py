@@ -37,7 +37,8 @@ def check_env(make_inner: Callable[[], VectorEnv], *, steps: int = 60, host_read
     few masked steps are counted for host reads.
 
     Args:
-        make_inner: Builds a fresh inner env (called three times: the reference, the masked run, the count).
+        make_inner: Builds a fresh inner env (called four times: a probe of its action space, the reference,
+            the masked run, the count).
             Give it a short episode limit so that resets happen within ``steps``.
         steps: Steps compared, bit for bit (:func:`~gym_graphreset.testing.harness.assert_masked_matches_selected`).
         host_read_steps: Masked steps counted for host reads
