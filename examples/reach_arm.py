@@ -1,6 +1,7 @@
 """A task that is not a legged robot: a two-link arm reaching a commanded point, with a command of its own.
 
-    python examples/reach_arm.py          # build it, check it, time a few steps
+    python examples/reach_arm.py          # build it and check it
+    cd examples && python -m gym_graphreset bench --env-id reach_arm:MyLab/Arm-Reach-v0 --num-envs 1024  # time it
     python examples/ppo_continuous.py --env-id reach_arm:MyLab/Arm-Reach-v0 --num-envs 1024 \\
         --total-timesteps 5000000 --save-dir runs/arm --device cuda
 
@@ -12,12 +13,10 @@ here (:class:`TargetCommand`: a point drawn at every reset from the reset draws 
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import dataclass
 
 import torch
 
-from gym_graphreset import FixedShapeAutoresetVectorEnv
 from gym_graphreset.tasks import (
     EventTerm,
     JointPositionAction,
@@ -138,26 +137,13 @@ register_task(ENV_ID, reach_task, replace=True)  # replace: run as a script, the
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--num-envs", type=int, default=64, help="arms in the timing run (default: 64)")
-    parser.add_argument("--device", default="auto", help="cuda, cpu or auto (default: auto)")
-    args = parser.parse_args()
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    """Check the task as a user should before training, then show what the policy observes."""
     from gym_graphreset.testing import check_env
 
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     print(check_env(lambda: ManagerBasedEnv(reach_task(), 8, device="cpu", max_episode_steps=40)))
-    inner = ManagerBasedEnv(reach_task(), args.num_envs, device=device)
-    env = FixedShapeAutoresetVectorEnv(inner, "step_graph" if device.type == "cuda" else "masked_persistent")
-    env.reset(seed=0)
-    action = torch.zeros(args.num_envs, len(JOINTS), device=device)
-    env.step(action)
-    start = time.perf_counter()
-    for _ in range(50):
-        env.step(action)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    rate = 50 * args.num_envs / (time.perf_counter() - start)
-    print(f"{ENV_ID} x{args.num_envs} on {device}: {rate:,.0f} env-steps/s, observation {env.single_observation_space}")
+    env = ManagerBasedEnv(reach_task(), 2, device="cpu")
+    print(f"{ENV_ID}: observation {env.single_observation_space}, action {env.single_action_space}")
     env.close()
 
 

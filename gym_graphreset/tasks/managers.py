@@ -226,6 +226,7 @@ class TerminationManager:
         self.env = env
         self.names = tuple(env.cfg.terminations)
         self._calls = [bind(env, t.func, t.params, f"terminations[{n!r}]") for n, t in env.cfg.terminations.items()]
+        self._funcs = [t.func for t in env.cfg.terminations.values()]
         self.time_out = torch.tensor(
             [t.time_out for t in env.cfg.terminations.values()], dtype=torch.bool, device=env.device
         )
@@ -237,11 +238,10 @@ class TerminationManager:
         if not self._calls:
             none = torch.zeros(n, dtype=torch.bool, device=dev)
             return none, none.clone()
-        funcs = [t.func for t in self.env.cfg.terminations.values()]
         flags = torch.stack(
             [
                 _term_output(c(), n, f"terminations[{name!r}]", f, flag=True)
-                for name, c, f in zip(self.names, self._calls, funcs, strict=True)
+                for name, c, f in zip(self.names, self._calls, self._funcs, strict=True)
             ],
             dim=1,
         )
@@ -345,15 +345,16 @@ class MetricManager:
         self.env = env
         self.names = tuple(env.cfg.metrics)
         self._calls = [bind(env, t.func, t.params, f"metrics[{n!r}]") for n, t in env.cfg.metrics.items()]
+        self._funcs = [t.func for t in env.cfg.metrics.values()]
         self.sums = torch.zeros(env.num_envs, len(self.names), device=env.device)
 
     def compute(self) -> None:
         """Add this step's values."""
         if self._calls:
-            n, funcs = self.env.num_envs, [t.func for t in self.env.cfg.metrics.values()]
+            n = self.env.num_envs
             outs = [
                 _term_output(c(), n, f"metrics[{name!r}]", f)
-                for name, c, f in zip(self.names, self._calls, funcs, strict=True)
+                for name, c, f in zip(self.names, self._calls, self._funcs, strict=True)
             ]
             self.sums.add_(torch.stack(outs, dim=1))
 
