@@ -125,7 +125,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
         _check_model_fields(cfg)
-        self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.model_fields))
+        self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.batched_fields))
         self.refresh = cfg.refresh
         model = cfg.model() if callable(cfg.model) else cfg.model
         kwargs.setdefault("njmax", cfg.njmax)

@@ -290,9 +290,11 @@ class EventManager:
             self._reset_block.allocate(f"events.{n}.timer", 1)
 
     def run_startup(self, rows: torch.Tensor, u: torch.Tensor) -> None:
-        """Every startup event on the worlds of ``rows``."""
+        """Every startup event on the worlds of ``rows``; then ``set_const`` if one of them asks for it."""
         for _name, call, words in self.startup:
             call(rows, u[:, words])
+        if any(t.recompute == "set_const" for _n, t in self._by_mode["startup"]):
+            self.env.recompute_constants()
 
     def run_reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """Every reset event (they write ``env.initial_state``)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gym_graphreset.envs.mjwarp.construction import SET_CONST_FIELDS
 from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, Accepts, check_params, interval, number
 
 __all__ = [
@@ -47,6 +48,9 @@ __all__ = [
 Func = Callable[..., Any]
 EventMode = Literal["startup", "reset", "interval"]
 """When an event runs: once per world, at every new episode, or on per-env timers."""
+
+Recompute = Literal["none", "set_const"]
+"""What an event's model writes need recomputed: nothing, or MuJoCo Warp's ``set_const`` (derived constants)."""
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -206,6 +210,13 @@ class EventTerm:
     physics state through ``env.initial_state`` (``qpos``, ``qvel``: full-width proposals that the engine
     writes on the reset rows only). ``model_fields`` names the MuJoCo Warp model fields the event writes per
     world (e.g. ``("geom_friction",)``): they get one row per world.
+
+    ``recompute="set_const"`` (a startup event's) runs ``mujoco_warp.set_const`` over every world once the
+    startup events ran, as mjlab does after writing ``body_ipos``, ``body_mass``, ``body_inertia`` or
+    ``dof_armature``: the constants derived from them at ``qpos0`` (inverse weights, which set how soft
+    contacts and joint limits are; subtree masses) follow the new values, each world its own
+    (:meth:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv.recompute_constants`). It is not run inside a
+    step (it costs about a forward pass of every world), so reset and interval events cannot ask for it.
     """
 
     func: Func
@@ -214,6 +225,7 @@ class EventTerm:
     draws: int = 0
     interval_range_s: tuple[float, float] | None = None
     model_fields: tuple[str, ...] = ()
+    recompute: Recompute = "none"
 
     def __post_init__(self) -> None:
         where = _where("EventTerm", self.func)
@@ -230,7 +242,24 @@ class EventTerm:
             _check(
                 self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}"
             )
+        _check(
+            self.recompute in ("none", "set_const"),
+            where,
+            f"`recompute` must be 'none' or 'set_const', got {self.recompute!r}",
+        )
+        _check(
+            self.recompute == "none" or self.mode == "startup",
+            where,
+            f"`recompute='set_const'` runs after startup events only (set_const costs about a forward pass of "
+            f"every world, too much for every step); got mode {self.mode!r}: make the event a 'startup' one",
+        )
         check_params(self.func, self.params, where)
+
+    @property
+    def batched_fields(self) -> tuple[str, ...]:
+        """``model_fields``, and the fields ``set_const`` writes when the event asks for it."""
+        derived = SET_CONST_FIELDS if self.recompute == "set_const" else ()
+        return tuple(dict.fromkeys((*self.model_fields, *derived)))
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,7 @@ def velocity_task(robot: LeggedRobot) -> TaskCfg:
             {"body": robot.com_body, "offset": (0.025, 0.025, 0.03)},
             draws=3,
             model_fields=("body_ipos",),
+            recompute="set_const",  # mjlab's: inverse weights (contact softness) follow the shifted COM
         ),
     }
     return TaskCfg(

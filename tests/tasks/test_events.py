@@ -1,10 +1,13 @@
-"""Mass and actuator-gain randomisation: per-world model fields written through the mask, seen by the physics."""
+"""Mass, actuator-gain and COM randomisation: per-world model fields written through the mask, seen by the physics,
+and the constants derived from them recomputed per world (``recompute="set_const"``)."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -145,6 +148,90 @@ def test_bad_declarations_are_refused_by_name() -> None:
         ValueError, match=re.escape("with operation='scale', `mass_range` must have low > 0, got (0, 1)")
     ):
         ManagerBasedEnv(zero, 2, device="cpu")
+
+
+DERIVED = ("body_invweight0", "dof_invweight0", "actuator_acc0", "body_subtreemass")
+
+
+def _com_task(recompute: str) -> TaskCfg:
+    """The biped's velocity task, whose startup ``base_com`` event shifts the base's COM."""
+    return velocity_task(ROBOT).replace_term("events", "base_com", recompute=recompute)
+
+
+def _set_const(env: ManagerBasedEnv, world: int) -> Any:
+    """MuJoCo's own ``mj_setConst`` on a copy of the model with ``world``'s COM offsets."""
+    import mujoco
+
+    m = copy.deepcopy(env.mjm)
+    m.body_ipos[:] = env.model_field("body_ipos")[world].numpy()
+    mujoco.mj_setConst(m, mujoco.MjData(m))
+    return m
+
+
+def test_set_const_gives_each_world_the_constants_of_its_com() -> None:
+    """After the startup events each world's derived constants are MuJoCo's ``mj_setConst`` for a model with that
+    world's COM (float32 precision); the compiled model's values, which they replace, are far from them."""
+    env = ManagerBasedEnv(_com_task("set_const"), 3, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=0)
+    for w in range(3):
+        want = _set_const(env, w)
+        for name in DERIVED:
+            got = env.model_field(name)[w].numpy()
+            np.testing.assert_allclose(got, getattr(want, name), rtol=1e-4, atol=1e-6, err_msg=f"world {w}: {name}")
+        assert not np.allclose(env.mjm.body_invweight0, want.body_invweight0, rtol=1e-3)
+    env.close()
+
+
+def test_set_const_keeps_the_state_and_changes_only_the_physics() -> None:
+    """The recompute restores the state (the first observations and the kinematics equal those without it, bit
+    for bit); stepped, the worlds move differently (the contacts' softness follows the inverse weights)."""
+    envs = [ManagerBasedEnv(_com_task(r), 3, device="cpu", max_episode_steps=100) for r in ("set_const", "none")]
+    first = [{k: v.clone() for k, v in e.reset(seed=4)[0].items()} for e in envs]
+    for group in first[0]:
+        assert torch.equal(first[0][group], first[1][group]), group
+    assert torch.equal(envs[0].xpos, envs[1].xpos) and torch.equal(envs[0].site_xpos, envs[1].site_xpos)
+    for _ in range(20):
+        for e in envs:
+            e.step(torch.zeros(3, 2))
+    assert not torch.equal(envs[0].qpos, envs[1].qpos)
+    for e in envs:
+        e.close()
+
+
+def test_a_seeded_reset_of_some_rows_keeps_the_other_worlds_constants() -> None:
+    env = ManagerBasedEnv(_com_task("set_const"), 4, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=1)
+    before = {name: env.model_field(name).clone() for name in (*DERIVED, "body_ipos")}
+    rows = torch.tensor([True, False, False, True])
+    env.reset(seed=2, options={"reset_mask": rows})
+    for name, old in before.items():
+        new = env.model_field(name)
+        assert torch.equal(new[~rows], old[~rows]), f"{name} changed outside the mask"
+        if name != "body_subtreemass":  # masses do not move with the COM
+            assert not torch.equal(new[rows], old[rows]), f"{name} was not redrawn on the mask"
+    want = _set_const(env, 3)
+    np.testing.assert_allclose(env.model_field("body_invweight0")[3].numpy(), want.body_invweight0, rtol=1e-4)
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"recompute": "all"}, "`recompute` must be 'none' or 'set_const', got 'all'"),
+        ({"mode": "reset"}, "`recompute='set_const'` runs after startup events only"),
+    ],
+)
+def test_bad_recompute_is_refused(changes: dict[str, str], message: str) -> None:
+    event = velocity_task(ROBOT).events["base_com"]
+    with pytest.raises(ValueError, match=re.escape(message)):
+        EventTerm(**{**event.__dict__, **changes})
+
+
+def test_recompute_constants_needs_the_derived_fields_per_world() -> None:
+    env = ManagerBasedEnv(_com_task("none"), 2, device="cpu", max_episode_steps=HORIZON)
+    with pytest.raises(ValueError, match=re.escape("must be per-world (`batched_model_fields`)")):
+        env.recompute_constants()
+    env.close()
 
 
 def _factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:

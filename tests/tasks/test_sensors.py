@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Literal
 
 import pytest
 import torch
@@ -19,10 +20,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 N, STEPS = 4, 8
 
 
-def _task(decimation: int, history_length: int) -> TaskCfg:
+def _task(decimation: int, history_length: int, air_time: Literal["substep", "step"] = "substep") -> TaskCfg:
     """The biped's velocity task without interval pushes (so that the two decimations see the same physics)."""
     cfg = velocity_task(ROBOT)
-    feet = mdp.ContactSensorCfg(ROBOT.foot_contact_sensors, history_length=history_length)
+    feet = mdp.ContactSensorCfg(ROBOT.foot_contact_sensors, history_length=history_length, air_time=air_time)
     events = {k: e for k, e in cfg.events.items() if e.mode != "interval"}
     return replace(cfg, decimation=decimation, events=events).with_term("sensors", "feet_contact", feet)
 
@@ -48,6 +49,57 @@ def test_history_holds_each_substep_s_force() -> None:
         assert torch.equal(feet.force_history[:, :, -1], feet.force)
         touched = max(touched, float(feet.force_history.norm(dim=-1).max()))
     assert touched > 1.0  # the feet reached the floor: the comparison saw contact forces
+
+
+TIMES = ("air_time", "contact_time", "last_air_time", "last_contact_time")
+
+
+def test_air_time_by_substep_is_what_a_task_stepped_one_substep_at_a_time_counts() -> None:
+    """mjlab's air-time bookkeeping: the times after a 4-substep step equal those of the same task at decimation 1
+    stepped 4 times (bit for bit on the CPU), and a first contact is a contact that began within the step."""
+    env = ManagerBasedEnv(_task(4, 0), N, device="cpu", max_episode_steps=100)
+    twin = ManagerBasedEnv(_task(1, 0, "step"), N, device="cpu", max_episode_steps=400)
+    env.reset(seed=5)
+    twin.reset(seed=5)
+    gen = torch.Generator().manual_seed(1)
+    landings = lifts = 0
+    for _ in range(2 * STEPS):
+        action = 0.6 * torch.randn(N, 2, generator=gen)
+        env.step(action)
+        for _ in range(4):
+            twin.step(action)
+        feet, ref = env.sensors["feet_contact"], twin.sensors["feet_contact"]
+        for name in TIMES:
+            assert torch.equal(getattr(feet, name), getattr(ref, name)), name
+        began = (ref.contact_time > 0) & (ref.contact_time < 4 * twin.step_dt + 1e-6)
+        assert torch.equal(feet.first_contact, began.float())
+        landings += int(feet.first_contact.sum())
+        lifts += int(((feet.air_time > 0) & (feet.air_time < env.step_dt)).sum())
+    assert landings > 0 and lifts > 0  # the comparison saw feet land and lift off within a step
+
+
+def test_air_time_by_substep_counts_a_landing_inside_the_step() -> None:
+    """Flags after the 4 substeps (contact, air, contact, contact): 2 substeps of contact, an air phase ended, a
+    first contact; counted by step, the same step is a contact continued from before."""
+    env = ManagerBasedEnv(_task(4, 0), N, device="cpu", max_episode_steps=100)
+    coarse = ManagerBasedEnv(_task(4, 0, "step"), N, device="cpu", max_episode_steps=100)
+    dt = float(env.mjm.opt.timestep)
+    record = env.sensors["feet_contact"]._substeps.view(N, 4, 2, 4)  # what the physics wrote after each substep
+    record[..., 0] = torch.tensor([1.0, 0.0, 1.0, 1.0]).view(1, 4, 1)
+    for e in (env, coarse):
+        feet = e.sensors["feet_contact"]
+        e.sensordata[:, feet._cols] = 0.0
+        e.sensordata[:, feet._cols][:, ::4] = 1.0  # the last substep's flags (found, then the force's 3)
+        feet.contact_time.fill_(e.step_dt)  # in contact through the step before
+        feet.update()
+    feet, by_step = env.sensors["feet_contact"], coarse.sensors["feet_contact"]
+    torch.testing.assert_close(feet.contact_time, torch.full((N, 2), 2 * dt))
+    # a phase's length counts the substep that ended it (mjlab's and Isaac Lab's rule)
+    torch.testing.assert_close(feet.last_air_time, torch.full((N, 2), 2 * dt))
+    torch.testing.assert_close(feet.last_contact_time, torch.full((N, 2), env.step_dt + 2 * dt))
+    assert feet.first_contact.all() and feet.air_time.eq(0).all()
+    torch.testing.assert_close(by_step.contact_time, torch.full((N, 2), 2 * env.step_dt))
+    assert not by_step.first_contact.any() and by_step.last_air_time.eq(0).all()
 
 
 def test_a_shorter_history_keeps_the_last_substeps_and_resets_clear_it() -> None:
@@ -78,6 +130,11 @@ def test_bad_sensor_names_are_refused(names: object) -> None:
     """An empty tuple, a bare string (not iterated letter by letter) or an empty name."""
     with pytest.raises(ValueError, match=re.escape("`sensor_names` must be a non-empty tuple of sensor names")):
         mdp.ContactSensorCfg(names)  # type: ignore[arg-type]
+
+
+def test_bad_air_time_is_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("`air_time` must be 'substep' or 'step', got 'frame'")):
+        mdp.ContactSensorCfg(("left_contact",), air_time="frame")  # type: ignore[arg-type]
 
 
 def test_history_longer_than_a_step_is_refused() -> None:

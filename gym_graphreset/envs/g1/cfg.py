@@ -121,8 +121,8 @@ def g1_velocity_flat_cfg(model_xml: str | Path | None = None, *, keep_sensors: b
 
 
 def self_collision_sensor(decimation: int) -> mdp.ContactSensorCfg:
-    """The self-collision sensor, its force kept for every substep (mjlab's ``history_length``)."""
-    return mdp.ContactSensorCfg((SELF_COLLISION_SENSOR,), history_length=decimation)
+    """The self-collision sensor, its force kept for every substep (mjlab's ``history_length``; no air time read)."""
+    return mdp.ContactSensorCfg((SELF_COLLISION_SENSOR,), history_length=decimation, air_time="step")
 
 
 REWARD_NAMES = tuple(n for n, t in g1_velocity_flat_cfg().rewards.items() if t.weight != 0.0)

@@ -137,6 +137,7 @@ def g1_tracking_flat_cfg(
                 {"body": TORSO, "offset": (0.025, 0.05, 0.05)},
                 draws=3,
                 model_fields=("body_ipos",),
+                recompute="set_const",  # mjlab's body_com_offset recomputes the derived constants
             ),
             "encoder_bias": EventTerm(mdp.randomize_encoder_bias, "startup", {"bias": 0.01}, draws=len(JOINT_NAMES)),
             "foot_friction": EventTerm(

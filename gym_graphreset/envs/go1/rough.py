@@ -87,12 +87,12 @@ def go1_velocity_rough_cfg(
         raise ValueError(f"`terrain` must be a TerrainGeneratorCfg, got {type(terrain).__name__}")
     flat = go1_velocity_flat_cfg(model_xml, keep_sensors=keep_sensors)
     names = [g.name for g in mujoco.MjSpec.from_string(build_go1_xml(model_xml, keep_sensors=keep_sensors)).geoms]
-    h = flat.decimation  # mjlab keeps each collision sensor's force for every substep (history_length)
+    # mjlab keeps each collision sensor's force for every substep (history_length); no term reads their air time
+    collision_sensor = partial(mdp.ContactSensorCfg, history_length=flat.decimation, air_time="step")
     contacts = {
-        g: mdp.ContactSensorCfg(tuple(f"{g}/{n}" for n in contact_geoms(names, p)), history_length=h)
-        for g, p in CONTACT_GROUPS.items()
+        g: collision_sensor(tuple(f"{g}/{n}" for n in contact_geoms(names, p))) for g, p in CONTACT_GROUPS.items()
     }
-    contacts["self_collision"] = mdp.ContactSensorCfg(("self_collision",), history_length=h)
+    contacts["self_collision"] = collision_sensor(("self_collision",))
     collision = {"self_collisions": "self_collision", "shank_collision": "shank_ground_touch"}
     collision["trunk_head_collision"] = "trunk_ground_touch"
     rough = on_rough_terrain(

@@ -29,7 +29,7 @@ from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
-from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase
+from gym_graphreset.envs.mjwarp.construction import SET_CONST_FIELDS, _check_contact_limits, _MJWarpEnvBase
 from gym_graphreset.envs.mjwarp.construction import default_device as default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
@@ -296,6 +296,34 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
             return
         mjw.kinematics(self.m, self.d)
         if self.refresh == "com":
+            mjw.com_pos(self.m, self.d)
+            mjw.com_vel(self.m, self.d)
+
+    def recompute_constants(self) -> None:
+        """``mujoco_warp.set_const`` on every world: constants derived at ``qpos0`` follow per-world model writes.
+
+        After writing ``body_ipos``, ``body_mass``, ``body_inertia`` or ``dof_armature`` per world, their
+        derived constants (inverse weights, which set contact and joint-limit softness, subtree masses, actuator
+        accelerations: ``body_subtreemass``, ``dof_invweight0``, ``body_invweight0``, ``tendon_length0``,
+        ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived state is then recomputed from the current ``qpos`` and
+        ``qvel`` (kinematics, centres of mass, body velocities: ``set_const`` evaluates the model at
+        ``qpos0``). Eager only: it is not part of a captured step.
+
+        Raises:
+            ValueError: one of those fields is not per-world (``batched_model_fields``): every world would
+                write one shared row.
+        """
+        import mujoco_warp as mjw
+
+        missing = [f for f in SET_CONST_FIELDS if f not in self.batched_model_fields]
+        if missing:
+            raise ValueError(
+                f"recompute_constants: {missing} must be per-world (`batched_model_fields`): set_const writes "
+                f"each world's derived constants there"
+            )
+        with self._on_stream():
+            mjw.set_const(self.m, self.d)
+            mjw.kinematics(self.m, self.d)
             mjw.com_pos(self.m, self.d)
             mjw.com_vel(self.m, self.d)
 

@@ -101,7 +101,8 @@ def randomize_body_com(
 ) -> None:
     """Shift ``body``'s centre of mass by up to ``+-offset`` per axis (3 draws).
 
-    Needs ``model_fields=("body_ipos",)`` on the event.
+    Needs ``model_fields=("body_ipos",)`` on the event; a startup event with ``recompute="set_const"`` also
+    updates the constants derived from the COM (inverse weights: contact softness), as mjlab does.
     """
     _need_draws(u, 3, "randomize_body_com")
     field, base = env.model_field("body_ipos"), env.model_default("body_ipos")
@@ -168,8 +169,9 @@ def randomize_body_mass(
 ) -> None:
     """Mass of each of ``bodies`` drawn from ``mass_range`` per world (one draw per body), mjlab's operations.
 
-    The subtree masses are recomputed from the new masses (MuJoCo Warp's subtree centre of mass reads them);
-    inertia and the inverse weights keep the model's values, as mjlab's ``randomize_field`` leaves them.
+    The subtree masses are recomputed from the new masses (MuJoCo Warp's subtree centre of mass reads them),
+    in any mode; inertia keeps the model's values. The inverse weights follow the new masses in a startup
+    event with ``recompute="set_const"`` (mjlab's ``dr.body_mass``); otherwise they keep the model's.
     Needs ``model_fields=("body_mass", "body_subtreemass")`` and ``draws=len(bodies)`` on the event.
     """
     _need_draws(u, len(bodies), "randomize_body_mass")

@@ -24,8 +24,9 @@ def actions(step: int) -> torch.Tensor:
 def rollout() -> dict[str, np.ndarray]:
     """Every step's policy/critic obs, reward, flags and weighted reward terms through the masked path.
 
-    The recording predates the action's encoder-bias subtraction, so it runs with that off: everything else
-    is the registered task.
+    The recording predates the action's encoder-bias subtraction, the feet's air time counted per substep and
+    the derived constants recomputed after the COM offset, so it runs without them (air time counted per
+    step): everything else is the registered task.
     """
     import gymnasium as gym
 
@@ -34,6 +35,9 @@ def rollout() -> dict[str, np.ndarray]:
     from gym_graphreset.envs.go1.cfg import go1_velocity_flat_cfg
 
     cfg = go1_velocity_flat_cfg().replace_term("actions", "joint_pos", subtract_encoder_bias=False)
+    cfg = cfg.replace_term("sensors", "feet_contact", air_time="step").replace_term(
+        "events", "base_com", recompute="none"
+    )
 
     inner = gym.make_vec(
         "gym_graphreset/Go1-Velocity-Flat-v0",
