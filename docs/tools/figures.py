@@ -4,12 +4,14 @@
 
 Each benchmark JSON (``{"versions": ..., "results": [ModeResult fields, ...]}``) becomes one figure of
 ``gym_graphreset.bench.plotting.plot_results``; the two PPO runs (.npz) become one learning-curve
-figure, and the soak run's windows one line.
+figure, and the soak run's windows one line. The rough-terrain picture is rendered with ``mujoco.Renderer``
+(an OpenGL context: EGL on a headless machine, ``MUJOCO_GL=egl``); without one it is skipped with a notice.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,33 @@ def load(names: list[str]) -> list[ModeResult]:
     return [ModeResult(**r) for name in names for r in json.loads((RESULTS / name).read_text())["results"]]
 
 
+def render_terrain(path: Path) -> bool:
+    """Render mjlab's rough set on the generator, 5 levels (difficulty 0 at the back), from the front corner."""
+    import mujoco
+    from PIL import Image
+
+    from gym_graphreset.tasks.terrain import ROUGH_TERRAINS_CFG, generate_terrain
+
+    terrain = generate_terrain(replace(ROUGH_TERRAINS_CFG, num_rows=5, border_width=2.0))
+    model = mujoco.MjModel.from_xml_string(terrain.to_mjcf())
+    model.vis.global_.offwidth, model.vis.global_.offheight = 1280, 720
+    model.vis.headlight.ambient[:], model.vis.headlight.diffuse[:] = (0.45,) * 3, (0.7,) * 3
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    try:
+        renderer = mujoco.Renderer(model, 720, 1280)
+    except Exception as exc:  # no OpenGL context on this machine
+        print(f"terrain picture skipped: no OpenGL context ({type(exc).__name__}: {exc})")
+        return False
+    camera = mujoco.MjvCamera()
+    camera.lookat[:] = (3.0, 0.0, 0.0)
+    camera.distance, camera.azimuth, camera.elevation = 46.0, 200.0, -38.0
+    renderer.update_scene(data, camera)
+    Image.fromarray(renderer.render()).save(path)
+    renderer.close()
+    return True
+
+
 def main() -> None:
     """Write every figure; print each path."""
     for stem, names in BENCHMARKS.items():
@@ -59,6 +88,8 @@ def main() -> None:
     title = f"soak: {soak['env_id']} x{soak['num_envs']}, step graph, one NVIDIA H200"
     if plot_soak(soak["windows"], IMG / f"{SOAK}.png", title):
         print(IMG / f"{SOAK}.png")
+    if render_terrain(IMG / "terrain_rough.png"):
+        print(IMG / "terrain_rough.png")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Sub-terrain configs: the cells of a rough-terrain grid (:mod:`gym_graphreset.tasks.terrain`).
 
 Each sub-terrain config (:class:`FlatTerrainCfg`, :class:`RandomRoughTerrainCfg`,
-:class:`PyramidSlopeTerrainCfg`, :class:`PyramidStairsTerrainCfg`, :class:`RandomBoxesTerrainCfg`) is frozen
+:class:`PyramidSlopeTerrainCfg`, :class:`PyramidStairsTerrainCfg`, :class:`RandomBoxesTerrainCfg`,
+:class:`WaveTerrainCfg`) is frozen
 and validated, and makes one cell of the grid at a difficulty. The value checks and box helpers here are
 shared with the generator.
 """
@@ -21,6 +22,7 @@ __all__ = [
     "RandomBoxesTerrainCfg",
     "RandomRoughTerrainCfg",
     "SubTerrainCfg",
+    "WaveTerrainCfg",
 ]
 
 _EPS = 1e-6
@@ -334,8 +336,63 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         return _Cell(base=0.0, boxes=boxes)
 
 
+@dataclass(frozen=True)
+class WaveTerrainCfg(SubTerrainCfg):
+    """Sine waves across both axes inside a flat border (mjlab's ``HfWaveTerrainCfg`` with its rough-set preset).
+
+    Inside the border, at sample ``(i, j)`` (counted from the border), the height is
+    ``v * rint(a * (cos(j k) + sin(i k)))`` with ``a = int(A / (2 v))`` and ``k = 2 pi num_waves / m``, ``m``
+    the samples across the inner cell along y, ``A`` the amplitude at the difficulty and ``v`` the
+    ``vertical_scale``: mjlab's formula, heights quantised to its vertical step, peak to peak about ``2 A``,
+    centred on the border's z = 0.
+
+    Attributes:
+        amplitude_range: (min, max) amplitude ``A`` [m] at difficulty 0 and 1.
+        num_waves: Whole wave cycles across the inner cell.
+        vertical_scale: Height quantum [m].
+        border_width: Flat border at z = 0 around the cell [m].
+    """
+
+    amplitude_range: tuple[float, float] = (0.0, 0.2)
+    num_waves: int = 4
+    vertical_scale: float = 0.005
+    border_width: float = 0.25
+    kind: Literal["wave"] = field(default="wave", init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        where = "WaveTerrainCfg"
+        _check_range(where, "amplitude_range", self.amplitude_range)
+        _check_int(where, "num_waves", self.num_waves, 1)
+        _check_positive(where, "vertical_scale", self.vertical_scale)
+        _check_non_negative(where, "border_width", self.border_width)
+
+    def size_problem(self, size: tuple[float, float]) -> str | None:
+        """The border must leave an inner cell."""
+        if 2.0 * self.border_width >= min(size):
+            return f"`border_width` ({self.border_width:g} m) must leave room inside the cell ({min(size):g} m)"
+        return None
+
+    def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
+        lo, hi = self.amplitude_range
+        v = self.vertical_scale
+        a = int(0.5 * (lo + difficulty * (hi - lo)) / v)
+        nx, ny = _samples(size, hs)
+        b = round(self.border_width / hs)
+        k = 2.0 * math.pi * self.num_waves / (ny - 2 * b)
+        i, j = np.arange(nx - 2 * b)[:, None], np.arange(ny - 2 * b)[None, :]
+        grid = np.zeros((nx, ny))
+        grid[b : nx - b, b : ny - b] = v * np.rint(a * (np.cos(j * k) + np.sin(i * k)))
+        return _Cell(grid=grid)
+
+
 SubTerrain = (
-    FlatTerrainCfg | RandomRoughTerrainCfg | PyramidSlopeTerrainCfg | PyramidStairsTerrainCfg | RandomBoxesTerrainCfg
+    FlatTerrainCfg
+    | RandomRoughTerrainCfg
+    | PyramidSlopeTerrainCfg
+    | PyramidStairsTerrainCfg
+    | RandomBoxesTerrainCfg
+    | WaveTerrainCfg
 )
 """A sub-terrain config."""
 

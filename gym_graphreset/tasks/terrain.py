@@ -46,6 +46,7 @@ from gym_graphreset.tasks.sub_terrains import PyramidStairsTerrainCfg as Pyramid
 from gym_graphreset.tasks.sub_terrains import RandomBoxesTerrainCfg as RandomBoxesTerrainCfg
 from gym_graphreset.tasks.sub_terrains import RandomRoughTerrainCfg as RandomRoughTerrainCfg
 from gym_graphreset.tasks.sub_terrains import SubTerrainCfg as SubTerrainCfg
+from gym_graphreset.tasks.sub_terrains import WaveTerrainCfg as WaveTerrainCfg
 from gym_graphreset.tasks.terrain_state import TerrainState as TerrainState
 
 if TYPE_CHECKING:
@@ -156,11 +157,11 @@ ROUGH_TERRAINS_CFG = TerrainGeneratorCfg(
         "hf_pyramid_slope": PyramidSlopeTerrainCfg(proportion=0.1, slope_range=(0.0, 1.0)),
         "hf_pyramid_slope_inv": PyramidSlopeTerrainCfg(proportion=0.1, slope_range=(0.0, 1.0), inverted=True),
         "random_rough": RandomRoughTerrainCfg(proportion=0.1),
-        "random_boxes": RandomBoxesTerrainCfg(proportion=0.1),
+        "wave_terrain": WaveTerrainCfg(proportion=0.1),
     },
 )
-"""mjlab 1.6's ``ROUGH_TERRAINS_CFG`` on this generator (8 m cells, 10 levels, 20 m border); its wave terrain
-is replaced by random boxes."""
+"""mjlab 1.6's ``ROUGH_TERRAINS_CFG`` on this generator (8 m cells, 10 levels, 20 m border): the same seven
+sub-terrains, names and proportions."""
 
 
 @dataclass(frozen=True)

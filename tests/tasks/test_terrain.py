@@ -25,6 +25,7 @@ from gym_graphreset.tasks.terrain import (
     RandomRoughTerrainCfg,
     TerrainCfg,
     TerrainGeneratorCfg,
+    WaveTerrainCfg,
     add_terrain,
     generate_terrain,
 )
@@ -38,6 +39,7 @@ SMALL = TerrainGeneratorCfg(
         "slope": PyramidSlopeTerrainCfg(slope_range=(0.0, 0.5)),
         "slope_inv": PyramidSlopeTerrainCfg(slope_range=(0.0, 0.5), inverted=True),
         "boxes": RandomBoxesTerrainCfg(),
+        "waves": WaveTerrainCfg(num_waves=2),
     },
     size=(4.0, 4.0),
     num_rows=5,
@@ -74,7 +76,8 @@ def test_same_seed_same_terrain_other_seed_other() -> None:
 
 
 def test_difficulty_grows_by_row() -> None:
-    """Stair height, slope height, roughness and box height are non-decreasing by row, and grow overall."""
+    """Stair height, slope height, roughness, box height and wave amplitude are non-decreasing by row, and grow
+    overall."""
     t = generate_terrain(SMALL)
     rows = range(SMALL.num_rows)
     measures = {
@@ -84,6 +87,7 @@ def test_difficulty_grows_by_row() -> None:
         "slope_inv": [-cell_heights(t, t.cell_of("slope_inv"), r).min() for r in rows],
         "rough": [cell_heights(t, t.cell_of("rough"), r).std() for r in rows],
         "boxes": [cell_heights(t, t.cell_of("boxes"), r).max() for r in rows],
+        "waves": [np.ptp(cell_heights(t, t.cell_of("waves"), r)) for r in rows],
         "flat": [np.abs(cell_heights(t, t.cell_of("flat"), r)).max() for r in rows],
     }
     for name, m in measures.items():
@@ -128,10 +132,38 @@ def test_add_terrain_replaces_the_floor_and_retargets_sensors() -> None:
     assert m.sensor_reftype[0] == mujoco.mjtObj.mjOBJ_BODY and m.sensor_refid[0] == body
 
 
+def test_waves_follow_mjlabs_formula() -> None:
+    """At difficulty 1 on an 8 m cell: a flat border, heights on the 5 mm vertical step, peak to peak twice the
+    0.2 m amplitude (less the quantisation), centred on 0, ``num_waves`` crests across y and one along x's sine."""
+    cfg = WaveTerrainCfg()
+    grid = cfg._make(1.0, (8.0, 8.0), 0.1, np.random.default_rng(0)).grid
+    assert grid is not None and grid.shape == (81, 81)
+    b = 2  # round(0.25 m / 0.1 m) border samples
+    assert not grid[:b].any() and not grid[-b:].any() and not grid[:, :b].any() and not grid[:, -b:].any()
+    inner = grid[b:-b, b:-b]
+    np.testing.assert_allclose(inner / 0.005, np.rint(inner / 0.005), atol=1e-9)
+    assert 0.4 - 4 * 0.005 <= np.ptp(inner) <= 0.4 and abs(inner.mean()) < 0.02
+    row = inner[0]  # i = 0: a * cos(j k) alone, num_waves crests (j = 0 and every 77 / 4 samples)
+    crests = np.flatnonzero((row[1:-1] >= row[:-2]) & (row[1:-1] > row[2:])) + 1
+    assert len(crests) + 1 == cfg.num_waves  # the crest at j = 0 is the edge
+    assert not cfg._make(0.0, (8.0, 8.0), 0.1, np.random.default_rng(0)).grid.any()  # difficulty 0: flat
+
+
 def test_rough_preset_is_mjlabs_grid() -> None:
-    """mjlab 1.6's rough grid: 8 m cells, 10 rows, one column per type, 20 m border; it compiles."""
+    """mjlab 1.6's rough grid: 8 m cells, 10 rows, one column per type, 20 m border, its seven sub-terrains and
+    their shares; it compiles."""
     cfg = ROUGH_TERRAINS_CFG
     assert cfg.size == (8.0, 8.0) and cfg.num_rows == 10 and cfg.border_width == 20.0 and cfg.num_cols == 7
+    shares = {n: s.proportion for n, s in cfg.sub_terrains.items()}
+    assert shares == {
+        "flat": 0.2,
+        "pyramid_stairs": 0.2,
+        "pyramid_stairs_inv": 0.2,
+        "hf_pyramid_slope": 0.1,
+        "hf_pyramid_slope_inv": 0.1,
+        "random_rough": 0.1,
+        "wave_terrain": 0.1,
+    }
     t = generate_terrain(cfg)
     assert t.origins.shape == (10, 7, 3)
     mujoco.MjModel.from_xml_string(t.to_mjcf())
@@ -149,6 +181,9 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: PyramidStairsTerrainCfg(step_width=0.0), "step_width"),
         (lambda: RandomRoughTerrainCfg(noise_range=(0.1, 0.02)), "noise_range"),
         (lambda: RandomBoxesTerrainCfg(num_boxes=-1), "num_boxes"),
+        (lambda: WaveTerrainCfg(num_waves=0), "num_waves"),
+        (lambda: WaveTerrainCfg(vertical_scale=0.0), "vertical_scale"),
+        (lambda: replace(SMALL, sub_terrains={"w": WaveTerrainCfg(border_width=2.0)}), "border_width"),
         (lambda: PyramidSlopeTerrainCfg(proportion=0.0), "proportion"),
         (lambda: TerrainCfg(SMALL, max_init_level=-1), "max_init_level"),
         (lambda: replace(SMALL, difficulty_range=(0.0, 2.0)), "difficulty_range"),

@@ -305,9 +305,9 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
         After writing ``body_ipos``, ``body_mass``, ``body_inertia`` or ``dof_armature`` per world, their
         derived constants (inverse weights, which set contact and joint-limit softness, subtree masses, actuator
         accelerations: ``body_subtreemass``, ``dof_invweight0``, ``body_invweight0``, ``tendon_length0``,
-        ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived state is then recomputed from the current ``qpos`` and
-        ``qvel`` (kinematics, centres of mass, body velocities: ``set_const`` evaluates the model at
-        ``qpos0``). Eager only: it is not part of a captured step.
+        ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived
+        state is then recomputed from the current ``qpos`` and ``qvel`` (kinematics, centres of mass, body
+        velocities: ``set_const`` evaluates the model at ``qpos0``). Eager only: not part of a captured step.
 
         Raises:
             ValueError: one of those fields is not per-world (``batched_model_fields``): every world would
