@@ -55,6 +55,12 @@ class TaskCfg:
         rng_stream: First counter-RNG stream of the task: its reset, step and startup draws use this
             stream, ``+10`` and ``+20`` (see :mod:`~gym_graphreset.tasks.draws`).
         refresh: Derived fields recomputed after a reset (``"kinematics"`` when observations read sites).
+        forward_before_obs: Run MuJoCo Warp's ``forward`` on every world after the step's rewards,
+            terminations and events and before its observations, as mjlab's step does: sites, contacts and
+            sensors the observations read are the state's own instead of the last substep's (one substep
+            stale). It does not change the physics (the next step recomputes everything) and costs about one
+            substep of physics per step. Contact sensors re-read their flags and forces after it (their air
+            and contact times stay counted by the physics' substeps).
         njmax, nconmax: Constraint rows and contacts per world (``None``: MuJoCo Warp's default).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip).
         recorder_frames: Frames each env's recording ring keeps (``None``: one whole episode,
@@ -80,6 +86,7 @@ class TaskCfg:
     init_base_height: float = 0.0
     rng_stream: int = 700
     refresh: Literal["none", "kinematics", "com"] = "kinematics"
+    forward_before_obs: bool = False
     njmax: int | None = None
     nconmax: int | None = None
     obs_clip: float | None = None
@@ -114,6 +121,11 @@ class TaskCfg:
             self.refresh in ("none", "kinematics", "com"),
             where,
             f"`refresh` must be 'none', 'kinematics' or 'com', got {self.refresh!r}",
+        )
+        _check(
+            isinstance(self.forward_before_obs, bool),
+            where,
+            f"`forward_before_obs` must be a bool, got {self.forward_before_obs!r}",
         )
         _check(
             isinstance(self.rng_stream, int) and 0 <= self.rng_stream < 2**31,

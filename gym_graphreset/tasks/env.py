@@ -266,6 +266,10 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         for name, command in self.commands.items():
             command.step(u[:, self._command_step_words[name]])
         self.event_manager.run_interval(u)
+        if self.cfg.forward_before_obs:
+            self.runtime.run("forward", self._forward)
+            for sensor in self.sensors.values():
+                sensor.refresh()
         self.invalidate()
         self.metric_manager.compute()
         obs = self.observation_manager.compute(u)
@@ -282,6 +286,12 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self._keep_obs(obs)
         self.recorder_manager.record()
         return self._returned_obs(obs), reward, terminated, truncated, info
+
+    def _forward(self) -> None:
+        """MuJoCo Warp's ``forward`` on every world (``TaskCfg.forward_before_obs``)."""
+        import mujoco_warp as mjw
+
+        mjw.forward(self.m, self.d)
 
     def _returned_obs(self, obs: dict[str, Any]) -> Any:
         """What the env returns: the group's value when there is one group (its space is that group's), else ``obs``."""

@@ -60,6 +60,9 @@ class SensorTerm(Protocol):
     def update(self) -> None:
         """Read the physics and update the sensor's tensors."""
 
+    def refresh(self) -> None:
+        """Re-read instantaneous values after a forward pass (``TaskCfg.forward_before_obs``); count nothing."""
+
     def reset(self, rows: torch.Tensor) -> None:
         """Clear the rows of ``rows`` (masked writes)."""
 

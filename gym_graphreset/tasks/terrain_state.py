@@ -56,5 +56,8 @@ class TerrainState:
     def update(self) -> None:
         """Nothing per step (levels move at resets)."""
 
+    def refresh(self) -> None:
+        """Nothing: levels do not read the physics."""
+
     def reset(self, rows: torch.Tensor) -> None:
         """Nothing: the curriculum term moves levels (before the reset events read the origins)."""

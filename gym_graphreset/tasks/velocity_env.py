@@ -7,6 +7,7 @@ subclass it with their config factories.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -58,6 +59,9 @@ class VelocityEnv(ManagerBasedEnv):
             pass). Keep them to time like for like against mjlab.
         cfg: The task (default: :attr:`make_cfg` of ``model_xml`` and ``keep_sensors``).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip, as mjlab).
+        forward_before_obs: A forward pass before the observations, as mjlab's step
+            (:attr:`~gym_graphreset.tasks.cfg.TaskCfg.forward_before_obs`): with ``keep_sensors``, the same
+            physics work per step as mjlab's.
         max_episode_steps: Truncation horizon (default: ``episode_length_s / step dt`` = 1000).
         **kwargs: Passed to :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` (``device``, ``nconmax``,
             ``njmax``, ``global_env_offset``...).
@@ -75,6 +79,7 @@ class VelocityEnv(ManagerBasedEnv):
         obs_clip: float | None = None,
         max_episode_steps: int | None = None,
         keep_sensors: bool = False,
+        forward_before_obs: bool = False,
         **kwargs: Any,
     ) -> None:
         if cfg is not None and model_xml is not None:
@@ -86,9 +91,9 @@ class VelocityEnv(ManagerBasedEnv):
             )
         task = cfg if cfg is not None else self.make_cfg(model_xml, keep_sensors=keep_sensors)
         if obs_clip is not None:
-            from dataclasses import replace
-
             task = replace(task, obs_clip=obs_clip)
+        if forward_before_obs is not False:  # TaskCfg refuses anything but a bool
+            task = replace(task, forward_before_obs=forward_before_obs)
         self.model_xml, self.keep_sensors = model_xml, keep_sensors
         super().__init__(task, num_envs, max_episode_steps=max_episode_steps, **kwargs)
 

@@ -332,3 +332,62 @@ def test_obs_clip_and_group_clip_bound_the_observation_space(env: ManagerBasedEn
         assert batched.shape == (2, *single.shape) and (batched.high == bound).all(), group
         assert batched.contains(obs[group].numpy()), group
     clipped.close()
+
+
+def _stepped(forward_before_obs: bool, steps: int = 12) -> tuple[ManagerBasedEnv, list[dict[str, torch.Tensor]]]:
+    """The biped's velocity task stepped with fixed random actions; what each step returned."""
+    env = ManagerBasedEnv(
+        replace(velocity_task(ROBOT), forward_before_obs=forward_before_obs), 3, device="cpu", max_episode_steps=100
+    )
+    env.reset(seed=2)
+    gen = torch.Generator().manual_seed(5)
+    out = []
+    for _ in range(steps):
+        obs, reward, terminated, truncated, _info = env.step(0.3 * torch.randn(3, 2, generator=gen))
+        out.append({**{k: v.clone() for k, v in obs.items()}, "reward": reward.clone(), "done": terminated | truncated})
+    return env, out
+
+
+def test_forward_before_obs_leaves_the_physics_and_refreshes_what_observations_read() -> None:
+    """The forward pass changes no state, reward or flag (bit for bit on the CPU); the observations then read the
+    state's own sites and contacts: the critic's foot heights are MuJoCo's ``mj_kinematics`` of the step's qpos,
+    which the last substep's (the default) are not."""
+    import mujoco
+
+    plain, by_plain = _stepped(False)
+    fresh, by_fresh = _stepped(True)
+    assert torch.equal(plain.qpos, fresh.qpos) and torch.equal(plain.qvel, fresh.qvel)
+    for a, b in zip(by_plain, by_fresh, strict=True):
+        assert torch.equal(a["reward"], b["reward"]) and torch.equal(a["done"], b["done"])
+        assert torch.equal(a["policy"], b["policy"])  # joint and base states: the same either way
+    m, d = fresh.mjm, mujoco.MjData(fresh.mjm)
+    feet = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, s) for s in ROBOT.foot_sites]
+    heights = fresh.observation_layout["critic"]["foot_height"]
+    for world in range(3):
+        d.qpos[:] = fresh.qpos[world].numpy()
+        mujoco.mj_kinematics(m, d)
+        want = torch.tensor(d.site_xpos[feet, 2], dtype=torch.float32)
+        torch.testing.assert_close(by_fresh[-1]["critic"][world, heights], want, atol=1e-5, rtol=0)
+        assert not torch.allclose(by_plain[-1]["critic"][world, heights], want, atol=1e-5, rtol=0)
+    feet_contact = fresh.sensors["feet_contact"]
+    found = fresh.sensordata[:, feet_contact._cols].view(3, 2, 4)[..., 0] > 0
+    assert torch.equal(feet_contact.in_contact, found.float())
+
+
+def test_forward_before_obs_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match=re.escape("`forward_before_obs` must be a bool, got 'yes'")):
+        replace(velocity_task(ROBOT), forward_before_obs="yes")  # type: ignore[arg-type]
+
+
+def test_forward_before_obs_is_masked_equal_to_selected_with_no_host_read() -> None:
+    """The forward pass joins the masked step: bit for bit the selected path's, and no host read."""
+
+    def factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+        task = replace(user_task(), forward_before_obs=True)
+        return FixedShapeAutoresetVectorEnv(ManagerBasedEnv(task, N, device="cpu", max_episode_steps=HORIZON), **flags)
+
+    assert_masked_matches_selected(factory, _actions(25), seed=5)
+    env = factory({"config": "masked"})
+    env.reset(seed=1)
+    actions = _actions(20)
+    assert_no_host_reads(lambda: [env.step(a) for a in actions])

@@ -306,6 +306,9 @@ class RayCastSensor(RayBuffers):
     def update(self) -> None:
         """Nothing: the scan is cast on demand (:meth:`heights`)."""
 
+    def refresh(self) -> None:
+        """Nothing: a cast reads the state of its step phase."""
+
     def reset(self, rows: torch.Tensor) -> None:
         """Nothing: a scan holds no per-episode state."""
 

@@ -114,9 +114,7 @@ class ContactSensor:
     def update(self) -> None:
         """Read this step's contacts; count air and contact time; keep the substeps' forces (with history)."""
         env = self.env
-        data = env.sensordata[:, self._cols].view(env.num_envs, self.k, 4)
-        self.in_contact.copy_((data[..., 0] > 0).float())
-        self.force.copy_(data[..., 1:4])
+        self.refresh()
         if self.by_substep:
             found = self._substeps.view(env.num_envs, env.frame_skip, self.k, 4)[..., 0] > 0
             for s in range(env.frame_skip):
@@ -129,6 +127,13 @@ class ContactSensor:
             h = self.history_length
             substeps = self._substeps[:, -h:].reshape(env.num_envs, h, self.k, 4)
             self.force_history.copy_(substeps[..., 1:4].transpose(1, 2))
+
+    def refresh(self) -> None:
+        """Re-read the contact flags and forces from the sensors (after a forward pass); times are not counted."""
+        env = self.env
+        data = env.sensordata[:, self._cols].view(env.num_envs, self.k, 4)
+        self.in_contact.copy_((data[..., 0] > 0).float())
+        self.force.copy_(data[..., 1:4])
 
     def _count(self, touching: torch.Tensor, dt: float) -> None:
         """Advance the air and contact times by ``dt`` with ``touching`` ``(n, k)`` (mjlab's update, in place)."""

@@ -150,6 +150,9 @@ class TerrainHeightSensor(RayBuffers):
     def update(self) -> None:
         """Nothing: the rays are cast on demand (:meth:`heights`)."""
 
+    def refresh(self) -> None:
+        """Nothing: a cast reads the state of its step phase."""
+
     def reset(self, rows: torch.Tensor) -> None:
         """Nothing: it holds no per-episode state."""
 
