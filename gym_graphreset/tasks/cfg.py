@@ -60,7 +60,10 @@ class TaskCfg:
             sensors the observations read are the state's own instead of the last substep's (one substep
             stale). It does not change the physics (the next step recomputes everything) and costs about one
             substep of physics per step. Contact sensors re-read their flags and forces after it (their air
-            and contact times stay counted by the physics' substeps).
+            and contact times stay counted by the physics' substeps). Rows reset in the step observe their
+            new episode after the reset's ``refresh`` (sites current) with their contact sensors cleared, as
+            without it; mjlab's forward runs after its resets, so there a row spawned touching the ground
+            reads that contact in its first observation.
         njmax, nconmax: Constraint rows and contacts per world (``None``: MuJoCo Warp's default).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip).
         recorder_frames: Frames each env's recording ring keeps (``None``: one whole episode,

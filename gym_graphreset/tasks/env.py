@@ -8,7 +8,8 @@ step of its own (or can forget the engine's checks). One env step:
 2. physics (``decimation`` substeps), the engine's overflow and finite-state record;
 3. sensors; rewards (weighted, x dt, per-term episode sums); terminations (failures / time-outs);
 4. one pass of step draws; commands (count down, resample, steer); interval events (per-env timers);
-5. metrics; observations (noise from the step draws, clip, scale, delay, history); recorders.
+5. metrics; with ``forward_before_obs``, MuJoCo Warp's forward pass and the sensors' ``refresh``;
+   observations (noise from the step draws, clip, scale, delay, history); recorders.
 
 A reset of the rows of a mask: curriculum (on the terminal state), the engine's masked reset (reset events
 write the initial state), startup events again when seeded, then every manager's ``reset(rows)`` and the
@@ -26,6 +27,7 @@ episode mean by name, and every command's debug values of this step as ``command
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -49,7 +51,7 @@ from gym_graphreset.tasks.managers import (
     TerminationManager,
 )
 from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
-from gym_graphreset.tasks.protocols import CommandTerm
+from gym_graphreset.tasks.protocols import CommandTerm, SensorTerm
 from gym_graphreset.tasks.recorders import RecorderManager
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
@@ -72,7 +74,6 @@ class Sensors(dict[str, Any]):
 
 def _check_model_fields(cfg: TaskCfg) -> None:
     """Refuse an event's ``model_fields`` entry that names no field of ``mujoco_warp.Model``, naming the event."""
-    import dataclasses
     import difflib
 
     import mujoco_warp
@@ -116,6 +117,10 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     def __init__(self, cfg: TaskCfg, num_envs: int, *, max_episode_steps: int | None = None, **kwargs: Any) -> None:
         if not isinstance(cfg, TaskCfg):
             raise TypeError(f"`cfg` must be a TaskCfg, got {type(cfg).__name__}")
+        task_only = {f.name for f in dataclasses.fields(TaskCfg)} - {"njmax", "nconmax"}  # those two: env kwargs too
+        if misplaced := sorted(task_only & kwargs.keys()):
+            key = misplaced[0]
+            raise TypeError(f"`{key}` is a field of the task, not an env argument: pass replace(cfg, {key}=...)")
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, (int, np.integer))
@@ -163,6 +168,11 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.sensors: dict[str, Any] = Sensors()
         for n, s in cfg.sensors.items():
             self.sensors[n] = s.build(self)
+            if cfg.forward_before_obs and not isinstance(self.sensors[n], SensorTerm):
+                raise TypeError(
+                    f"sensors[{n!r}]: {type(self.sensors[n]).__name__} is not a SensorTerm (update, refresh, reset); "
+                    f"forward_before_obs=True calls its refresh() after the forward pass"
+                )
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
@@ -266,12 +276,13 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         for name, command in self.commands.items():
             command.step(u[:, self._command_step_words[name]])
         self.event_manager.run_interval(u)
-        if self.cfg.forward_before_obs:
+        self.invalidate()
+        self.metric_manager.compute()
+        if self.cfg.forward_before_obs:  # mjlab's order: after metrics and events, before observations
             self.runtime.run("forward", self._forward)
             for sensor in self.sensors.values():
                 sensor.refresh()
-        self.invalidate()
-        self.metric_manager.compute()
+            self.invalidate()
         obs = self.observation_manager.compute(u)
         info: dict[str, Any] = {
             "reward_terms": terms,

@@ -54,6 +54,7 @@ class CommandCfg(Protocol):
         """The command's state for ``env``."""
 
 
+@runtime_checkable
 class SensorTerm(Protocol):
     """A stateful sensor updated after the physics of every step, before rewards and terminations."""
 

@@ -106,8 +106,8 @@ class SubTerrainCfg:
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         raise NotImplementedError
 
-    def size_problem(self, size: tuple[float, float]) -> str | None:
-        """Why this sub-terrain cannot be laid on a cell of ``size`` [m] (``None``: it can)."""
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
+        """Why this sub-terrain cannot be laid on a cell of ``size`` [m] sampled every ``horizontal_scale`` [m]."""
         return None
 
 
@@ -199,7 +199,7 @@ class PyramidSlopeTerrainCfg(SubTerrainCfg):
         if not isinstance(self.inverted, bool):
             _fail(where, "inverted", "a bool", self.inverted)
 
-    def size_problem(self, size: tuple[float, float]) -> str | None:
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell."""
         return _platform_problem(self.platform_width, size)
 
@@ -251,7 +251,7 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
         """Steps on each side for a cell of ``size``."""
         return max(0, int((min(size) - 2.0 * self.border_width - self.platform_width) / (2.0 * self.step_width)))
 
-    def size_problem(self, size: tuple[float, float]) -> str | None:
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell."""
         return _platform_problem(self.platform_width, size)
 
@@ -316,7 +316,7 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         _check_non_negative(where, "platform_width", self.platform_width)
         _check_non_negative(where, "border_width", self.border_width)
 
-    def size_problem(self, size: tuple[float, float]) -> str | None:
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell."""
         return _platform_problem(self.platform_width, size)
 
@@ -367,10 +367,16 @@ class WaveTerrainCfg(SubTerrainCfg):
         _check_positive(where, "vertical_scale", self.vertical_scale)
         _check_non_negative(where, "border_width", self.border_width)
 
-    def size_problem(self, size: tuple[float, float]) -> str | None:
-        """The border must leave an inner cell."""
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
+        """The border must leave an inner cell and be no narrower than one sample (mjlab's rule), or be 0."""
         if 2.0 * self.border_width >= min(size):
-            return f"`border_width` ({self.border_width:g} m) must leave room inside the cell ({min(size):g} m)"
+            half = 0.5 * min(size)
+            return f"`border_width` ({self.border_width:g} m) must be less than half the cell's side ({half:g} m)"
+        if 0.0 < self.border_width < horizontal_scale:
+            return (
+                f"`border_width` ({self.border_width:g} m) must be 0 or at least the horizontal scale "
+                f"({horizontal_scale:g} m): a narrower border would have no sample"
+            )
         return None
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
@@ -378,7 +384,7 @@ class WaveTerrainCfg(SubTerrainCfg):
         v = self.vertical_scale
         a = int(0.5 * (lo + difficulty * (hi - lo)) / v)
         nx, ny = _samples(size, hs)
-        b = round(self.border_width / hs)
+        b = int(self.border_width / hs)  # mjlab truncates
         k = 2.0 * math.pi * self.num_waves / (ny - 2 * b)
         i, j = np.arange(nx - 2 * b)[:, None], np.arange(ny - 2 * b)[None, :]
         grid = np.zeros((nx, ny))

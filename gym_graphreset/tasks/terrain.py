@@ -120,7 +120,7 @@ class TerrainGeneratorCfg:
         if any(s <= 0 or abs(s / step - round(s / step)) > 1e-6 for s in self.size):
             _fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
         for name, sub in subs.items():
-            if problem := sub.size_problem((self.size[0], self.size[1])):
+            if problem := sub.size_problem((self.size[0], self.size[1]), self.horizontal_scale):
                 raise ValueError(f"{where}: sub_terrains[{name!r}] on cells of size {tuple(self.size)}: {problem}")
         _check_int(where, "num_rows", self.num_rows, 1)
         _check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)

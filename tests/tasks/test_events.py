@@ -229,7 +229,7 @@ def test_bad_recompute_is_refused(changes: dict[str, str], message: str) -> None
 
 def test_recompute_constants_needs_the_derived_fields_per_world() -> None:
     env = ManagerBasedEnv(_com_task("none"), 2, device="cpu", max_episode_steps=HORIZON)
-    with pytest.raises(ValueError, match=re.escape("must be per-world (`batched_model_fields`)")):
+    with pytest.raises(ValueError, match=re.escape("give a startup EventTerm recompute='set_const'")):
         env.recompute_constants()
     env.close()
 

@@ -391,3 +391,32 @@ def test_forward_before_obs_is_masked_equal_to_selected_with_no_host_read() -> N
     env.reset(seed=1)
     actions = _actions(20)
     assert_no_host_reads(lambda: [env.step(a) for a in actions])
+
+
+class _OldSensor:
+    """A sensor written to the protocol before ``refresh``: ``update`` and ``reset`` only."""
+
+    def update(self) -> None:
+        pass
+
+    def reset(self, rows: torch.Tensor) -> None:
+        pass
+
+
+class _OldSensorCfg:
+    def build(self, env: ManagerBasedEnv) -> _OldSensor:
+        return _OldSensor()
+
+
+def test_forward_before_obs_refuses_a_sensor_without_refresh_when_built() -> None:
+    """Refused at construction, naming the sensor, before any step could change the state; fine without the flag."""
+    task = velocity_task(ROBOT).with_term("sensors", "old", _OldSensorCfg())
+    ManagerBasedEnv(task, 2, device="cpu", max_episode_steps=10).close()
+    with pytest.raises(TypeError, match=re.escape("sensors['old']: _OldSensor is not a SensorTerm")):
+        ManagerBasedEnv(replace(task, forward_before_obs=True), 2, device="cpu", max_episode_steps=10)
+
+
+@pytest.mark.parametrize("key", ["forward_before_obs", "obs_clip", "decimation"])
+def test_a_task_field_given_to_the_env_names_where_it_goes(key: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(f"`{key}` is a field of the task, not an env argument")):
+        ManagerBasedEnv(velocity_task(ROBOT), 2, device="cpu", **{key: True})

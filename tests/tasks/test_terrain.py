@@ -184,6 +184,7 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: WaveTerrainCfg(num_waves=0), "num_waves"),
         (lambda: WaveTerrainCfg(vertical_scale=0.0), "vertical_scale"),
         (lambda: replace(SMALL, sub_terrains={"w": WaveTerrainCfg(border_width=2.0)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"w": WaveTerrainCfg(border_width=0.04)}), "border_width"),
         (lambda: PyramidSlopeTerrainCfg(proportion=0.0), "proportion"),
         (lambda: TerrainCfg(SMALL, max_init_level=-1), "max_init_level"),
         (lambda: replace(SMALL, difficulty_range=(0.0, 2.0)), "difficulty_range"),

@@ -318,8 +318,9 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
         missing = [f for f in SET_CONST_FIELDS if f not in self.batched_model_fields]
         if missing:
             raise ValueError(
-                f"recompute_constants: {missing} must be per-world (`batched_model_fields`): set_const writes "
-                f"each world's derived constants there"
+                f"recompute_constants: {missing} must be per-world: set_const writes each world's derived "
+                f"constants there. On a task, give a startup EventTerm recompute='set_const' (it makes them "
+                f"per-world); on an MJWarpVectorEnv subclass, list them in `batched_model_fields`"
             )
         with self._on_stream():
             mjw.set_const(self.m, self.d)
