@@ -283,7 +283,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             for sensor in self.sensors.values():
                 sensor.refresh()
             self.invalidate()
-        obs = self.observation_manager.compute(u)
+        obs = self._observations(u)
         info: dict[str, Any] = {
             "reward_terms": terms,
             "episode_reward_sums": self.reward_manager.episode_sums.clone(),
@@ -297,6 +297,19 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self._keep_obs(obs)
         self.recorder_manager.record()
         return self._returned_obs(obs), reward, terminated, truncated, info
+
+    observing: bool = False
+    """``True`` while the observations are computed: ray sensors with ``cast="before_obs"`` cast only then."""
+    observed_rows: torch.Tensor | None = None
+    """While observing: the rows observed (the reset mask after a reset; ``None``: every row, after a step)."""
+
+    def _observations(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
+        """The observation manager's groups, with :attr:`observing` set while they are computed."""
+        self.observing, self.observed_rows = True, rows
+        try:
+            return self.observation_manager.compute(u, rows)
+        finally:
+            self.observing, self.observed_rows = False, None
 
     def _forward(self) -> None:
         """MuJoCo Warp's ``forward`` on every world (``TaskCfg.forward_before_obs``)."""
@@ -344,7 +357,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.invalidate()
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode, self.elapsed)
-        obs = self.observation_manager.compute(step_u, mask)
+        obs = self._observations(step_u, mask)
         self._keep_obs(obs)
         self.recorder_manager.record(mask)
         return self._returned_obs(obs)

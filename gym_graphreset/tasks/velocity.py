@@ -210,8 +210,9 @@ def on_rough_terrain(
     curriculum and metric are added, and leaving the terrain ends an episode as a time-out. With ``feet`` (a
     ring of rays under each foot site, mjlab's ``foot_height_scan``) the foot terms read each foot's
     clearance above the terrain instead of its world height: the critic's ``foot_height``, ``foot_clearance``
-    and ``foot_swing_height``. A robot's rough config changes the rest (terminations, contact terms, solver
-    budgets).
+    and ``foot_swing_height``. Both ray sensors cast as mjlab's ``sense()`` does (``cast="before_obs"``):
+    once per observation, so rewards read the scan made before the step's physics. A robot's rough config
+    changes the rest (terminations, contact terms, solver budgets).
     """
     scan = {"sensor_name": "terrain_scan"}
 
@@ -225,7 +226,7 @@ def on_rough_terrain(
     critic = with_scan("critic", None)
     if feet is not None:
         height = {"height_sensor_name": "foot_height_scan"}
-        sensors["foot_height_scan"] = feet
+        sensors["foot_height_scan"] = replace(feet, cast="before_obs")
         critic = replace(
             critic,
             terms={
@@ -257,7 +258,7 @@ def on_rough_terrain(
         sensors={
             **sensors,
             "terrain": terrain,
-            "terrain_scan": mdp.RayCastSensorCfg(scan_body, geom_group=geom_group),
+            "terrain_scan": mdp.RayCastSensorCfg(scan_body, geom_group=geom_group, cast="before_obs"),
         },
     )
 

@@ -4,7 +4,8 @@ A free box ``base`` (with an actuated arm above it, so the task has an action) f
 step of the terrain's geom group. The scan must read the base height on flat ground, the step where its rays
 land on it, agree with MuJoCo's own ``mj_ray`` on a generated terrain, and make no host read. The same holds
 for the foot clearances of a ``TerrainHeightSensorCfg`` (two sites under the base), and the terrain normal
-fitted to a scan must match the ground's (a ramp) and an exact eigen-decomposition.
+fitted to a scan must match the ground's (a ramp) and an exact eigen-decomposition. Cast as mjlab's ``sense()``
+(``cast="before_obs"``), rewards read the last observation's scan and a step casts once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import mujoco
 import numpy as np
@@ -20,8 +22,14 @@ import torch
 
 pytest.importorskip("mujoco_warp", reason="the height scan casts MuJoCo Warp rays")
 
-from gym_graphreset.tasks import JointPositionAction, ManagerBasedEnv, ObsGroup, ObsTerm, TaskCfg
-from gym_graphreset.tasks.mdp.height_scan import RayCastSensorCfg, grid_pattern, height_scan, terrain_normal
+from gym_graphreset.tasks import JointPositionAction, ManagerBasedEnv, ObsGroup, ObsTerm, RewardTerm, TaskCfg
+from gym_graphreset.tasks.mdp.height_scan import (
+    RayBuffers,
+    RayCastSensorCfg,
+    grid_pattern,
+    height_scan,
+    terrain_normal,
+)
 from gym_graphreset.tasks.mdp.math import fit_plane_normal
 from gym_graphreset.tasks.mdp.rewards import upright
 from gym_graphreset.tasks.mdp.terrain_height import TerrainHeightSensorCfg, ring_pattern, terrain_height
@@ -452,3 +460,44 @@ def test_unknown_scan_body_lists_the_bodies() -> None:
 def test_bad_ray_grids_are_refused_before_allocating(change: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         RayCastSensorCfg("base", **change)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cast", ["before_obs", "each_phase"])
+def test_before_obs_gives_rewards_the_last_observation_s_scan_and_casts_once(
+    cast: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base rises 5 mm per step. ``"before_obs"`` (mjlab's): a reward reads the scan of the observation made
+    before the step, and a step casts once; ``"each_phase"``: the reward casts at the stepped pose, which the
+    step's observation then shows, two casts per step."""
+    seen: list[torch.Tensor] = []
+
+    def probe(env: ManagerBasedEnv) -> torch.Tensor:
+        seen.append(height_scan(env, "scan").clone())
+        return torch.zeros(env.num_envs, device=env.device)
+
+    launches = []
+    launch = RayBuffers._launch
+    monkeypatch.setattr(RayBuffers, "_launch", lambda self: (launches.append(1), launch(self))[1])
+    cfg = replace(task(FLOATER, RayCastSensorCfg("base", cast=cast)), rewards={"probe": RewardTerm(probe, weight=1.0)})
+    env = ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=50)
+    obs = [env.reset(seed=0)[0].clone()]
+    qpos, qvel = env.state()
+    qvel[:, 2] = 1.0
+    env.set_state(qpos, qvel)
+    launches.clear()
+    for _ in range(3):
+        obs.append(env.step(torch.zeros(2, 1))[0].clone())
+    assert len(launches) == 3 * (1 if cast == "before_obs" else 2)
+    for k in range(3):
+        assert torch.equal(seen[k], obs[k] if cast == "before_obs" else obs[k + 1]), k
+    # the scan follows the rising base (a step's cast reads the pose at its last substep's start: one step late
+    # at decimation 1, so the first step still shows the reset pose)
+    assert not torch.equal(obs[1], obs[2]) and not torch.equal(obs[2], obs[3])
+    env.close()
+
+
+def test_bad_cast_is_refused() -> None:
+    with pytest.raises(ValueError, match=re.escape("`cast` must be 'each_phase' or 'before_obs', got 'always'")):
+        RayCastSensorCfg("base", cast="always")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=re.escape("`cast` must be 'each_phase' or 'before_obs', got None")):
+        TerrainHeightSensorCfg(FEET, cast=None)  # type: ignore[arg-type]

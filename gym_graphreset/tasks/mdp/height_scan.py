@@ -6,7 +6,9 @@ directions, distances, hit geoms, normals) is a warp array allocated once and re
 (``wp.to_torch``); a scan launches one ``mujoco_warp.rays`` over all worlds, walking a bounding-volume
 hierarchy of the group's geoms (:func:`ray_context`, as mjlab's sensor does), and reads nothing on the
 host, so it runs inside the captured step. The scan is computed on demand, once per step phase (the policy and
-critic groups share it), so an observation made right after a reset sees the new pose.
+critic groups share it), so an observation made right after a reset sees the new pose. With
+``cast="before_obs"`` (mjlab's sensing) it is cast only for observations: rewards and terminations read the
+scan of the last observation, made before the step's physics, and a step casts one time fewer.
 
 :func:`height_scan` is the observation term (mjlab's convention: the body's height minus each hit's height,
 ``max_distance`` where a ray misses); noise, clip and scale come from its ``ObsTerm``, e.g. mjlab's
@@ -20,6 +22,7 @@ clearances of :mod:`gym_graphreset.tasks.mdp.terrain_height`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,9 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RayBuffers",
+    "RayCast",
     "RayCastSensor",
     "RayCastSensorCfg",
     "RayContext",
+    "check_cast",
     "check_geom_group",
     "grid_pattern",
     "height_scan",
@@ -46,6 +51,15 @@ __all__ = [
 
 _MAX_RAYS = 65_536
 """The most rays one sensor casts per env (mjlab's Go1 scan: 187)."""
+
+RayCast = Literal["each_phase", "before_obs"]
+"""When a ray sensor casts: in every step phase that reads it, or only for observations (mjlab's ``sense``)."""
+
+
+def check_cast(where: str, cast: object) -> None:
+    """Refuse a ``cast`` that is not a :data:`RayCast` (``where`` names the sensor config)."""
+    if cast not in ("each_phase", "before_obs"):
+        raise ValueError(f"{where}: `cast` must be 'each_phase' or 'before_obs', got {cast!r}")
 
 
 def grid_pattern(size: tuple[float, float], resolution: float) -> torch.Tensor:
@@ -74,6 +88,10 @@ class RayCastSensorCfg:
             or ``None``: every geom of any group, the robot's other bodies included (the body's own too unless
             ``exclude_body``); then the hierarchy is refit before every cast, since robot geoms move.
         exclude_body: Ignore the body's own geoms.
+        cast: ``"each_phase"``: cast in every step phase that reads the scan (rewards after the physics,
+            observations), so each reads the current pose. ``"before_obs"``: mjlab's ``sense()``, cast only
+            for observations (after the step, and after a reset); rewards and terminations read the last
+            observation's scan, made before the step's physics, and a step casts once fewer.
     """
 
     body: str
@@ -83,9 +101,11 @@ class RayCastSensorCfg:
     alignment: Literal["yaw", "base", "world"] = "yaw"
     geom_group: int | None = 2
     exclude_body: bool = True
+    cast: RayCast = "each_phase"
 
     def __post_init__(self) -> None:
         where = "RayCastSensorCfg"
+        check_cast(where, self.cast)
         if not (isinstance(self.body, str) and self.body):
             raise ValueError(f"{where}: `body` must be a body name, got {self.body!r}")
         ok = isinstance(self.size, (tuple, list)) and len(self.size) == 2
@@ -139,6 +159,11 @@ class RayBuffers:
     """
 
     env: ManagerBasedEnv
+    cast: RayCast
+    _live: tuple[torch.Tensor, ...]
+    """What a cast writes (heights first); with ``cast="before_obs"`` it is copied into ``_kept`` for the
+    rows an observation is made for, and phases that are not observations read ``_kept``."""
+    _kept: tuple[torch.Tensor, ...]
     _pnt: Any
     _vec: Any
     _geomgroup: Any
@@ -155,6 +180,38 @@ class RayBuffers:
         mask = [-1.0] * 6 if group is None else [1.0 if g == group else 0.0 for g in range(6)]
         self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
         self._context = ray_context(self.env, group)
+
+    def _outputs(self, *live: torch.Tensor) -> None:
+        """Declare the tensors a cast writes, heights first (and keep copies of them for ``"before_obs"``)."""
+        self._live = live
+        self._kept = tuple(torch.zeros_like(t) for t in live)
+
+    def _reads_kept(self) -> bool:
+        """Whether this phase reads the last observation's cast (``"before_obs"``, outside an observation)."""
+        return self.cast == "before_obs" and not self.env.observing
+
+    def _current(self, key: tuple[str, int], cast: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``cast()`` once per step phase, or (``cast="before_obs"``, outside an observation) the last cast.
+
+        An observation's cast is kept for the rows it observes (every row after a step, the reset rows after
+        a reset), so the masked and the selected reset paths keep the same values.
+        """
+        if self._reads_kept():
+            return self._kept[0]
+        if self.cast == "each_phase":
+            return self.env.cached(key, cast)
+
+        def cast_and_keep() -> torch.Tensor:
+            out = cast()
+            rows = self.env.observed_rows
+            for kept, live in zip(self._kept, self._live, strict=True):
+                if rows is None:
+                    kept.copy_(live)
+                else:
+                    kept.copy_(torch.where(rows.view(-1, *([1] * (live.dim() - 1))), live, kept))
+            return out
+
+        return self.env.cached(key, cast_and_keep)
 
     def _launch(self) -> None:
         import mujoco_warp as mjw
@@ -239,7 +296,7 @@ class RayCastSensor(RayBuffers):
     def __init__(self, cfg: RayCastSensorCfg, env: ManagerBasedEnv) -> None:
         import warp as wp
 
-        self.cfg, self.env = cfg, env
+        self.cfg, self.env, self.cast = cfg, env, cfg.cast
         n, dev = env.num_envs, env.device
         check_geom_group(env, cfg.geom_group, "RayCastSensorCfg")
         try:
@@ -267,6 +324,7 @@ class RayCastSensor(RayBuffers):
         self._heights = torch.zeros(n, k, device=dev)
         self._hits = torch.zeros(n, k, 3, device=dev)
         self._hit = torch.zeros(n, k, dtype=torch.bool, device=dev)
+        self._outputs(self._heights, self._hits, self._hit)
 
     @property
     def num_rays(self) -> int:
@@ -295,12 +353,14 @@ class RayCastSensor(RayBuffers):
         return self._heights
 
     def heights(self) -> torch.Tensor:
-        """``(n, n_rays)`` the body's height above each hit (``max_distance`` on a miss), once per step phase."""
-        return self.env.cached(("ray_cast", id(self)), self._cast)
+        """``(n, n_rays)`` the body's height above each hit (``max_distance`` on a miss), as ``cast`` says."""
+        return self._current(("ray_cast", id(self)), self._cast)
 
     def hits(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(n, n_rays, 3)`` the world points the rays hit, and ``(n, n_rays)`` which rays hit (this phase's)."""
+        """``(n, n_rays, 3)`` the world points the rays hit, and ``(n, n_rays)`` which rays hit (as ``heights``)."""
         self.heights()
+        if self._reads_kept():
+            return self._kept[1], self._kept[2]
         return self._hits, self._hit
 
     def update(self) -> None:

@@ -5,7 +5,7 @@ around each foot site, cast down against the terrain, reduced to one clearance p
 above the terrain under it). The foot terms of a rough task read it (:func:`terrain_height`, the
 ``height_sensor_name`` of the foot rewards) in place of the site's world height. Like the height scan
 (:mod:`gym_graphreset.tasks.mdp.height_scan`, whose ray buffers it shares) it is cast on demand, once per
-step phase, full width, with no host read.
+step phase or (``cast="before_obs"``) only for observations, full width, with no host read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.tasks.binding import reads_sensors
-from gym_graphreset.tasks.mdp.height_scan import RayBuffers, check_geom_group
+from gym_graphreset.tasks.mdp.height_scan import RayBuffers, RayCast, check_cast, check_geom_group
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -46,6 +46,8 @@ class TerrainHeightSensorCfg:
             the site's own body's (the robot's other bodies included: a foot inside its own leg reads 0).
         reduction: How a site's rays become one clearance: ``"min"`` (mjlab's default: the nearest ground),
             ``"max"`` or ``"mean"``.
+        cast: When the rays are cast, as :attr:`RayCastSensorCfg.cast
+            <gym_graphreset.tasks.mdp.height_scan.RayCastSensorCfg.cast>` (``"before_obs"``: mjlab's).
     """
 
     sites: tuple[str, ...]
@@ -54,9 +56,11 @@ class TerrainHeightSensorCfg:
     max_distance: float = 1.0
     geom_group: int | None = 2
     reduction: Literal["min", "max", "mean"] = "min"
+    cast: RayCast = "each_phase"
 
     def __post_init__(self) -> None:
         where = "TerrainHeightSensorCfg"
+        check_cast(where, self.cast)
         if not (isinstance(self.sites, tuple) and self.sites and all(isinstance(x, str) for x in self.sites)):
             raise ValueError(f"{where}: `sites` must be a non-empty tuple of site names, got {self.sites!r}")
         r = self.radius
@@ -80,7 +84,7 @@ class TerrainHeightSensorCfg:
 
 
 class TerrainHeightSensor(RayBuffers):
-    """The rays of a :class:`TerrainHeightSensorCfg` and its clearances, cast on demand once per step phase.
+    """The rays of a :class:`TerrainHeightSensorCfg` and its clearances, cast on demand (see its ``cast``).
 
     Attributes:
         offsets: ``(r, 3)`` the ring around a site (site frame, yaw only).
@@ -90,7 +94,7 @@ class TerrainHeightSensor(RayBuffers):
     def __init__(self, cfg: TerrainHeightSensorCfg, env: ManagerBasedEnv) -> None:
         import warp as wp
 
-        self.cfg, self.env = cfg, env
+        self.cfg, self.env, self.cast = cfg, env, cfg.cast
         n, dev, wdev = env.num_envs, env.device, env.wp_device
         check_geom_group(env, cfg.geom_group, "TerrainHeightSensorCfg")
         try:
@@ -114,6 +118,7 @@ class TerrainHeightSensor(RayBuffers):
         wp.to_torch(self._vec).copy_(torch.tensor([0.0, 0.0, -1.0], device=dev).expand(n, f * r, 3))
         self._site_xmat = wp.to_torch(env.d.site_xmat)
         self._heights = torch.zeros(n, f, device=dev)
+        self._outputs(self._heights)
 
     def _cast(self) -> torch.Tensor:
         env, cfg = self.env, self.cfg
@@ -144,8 +149,8 @@ class TerrainHeightSensor(RayBuffers):
         return self._heights
 
     def heights(self) -> torch.Tensor:
-        """``(n, f)`` each site's clearance above the terrain (see the cfg), once per step phase."""
-        return self.env.cached(("terrain_height", id(self)), self._cast)
+        """``(n, f)`` each site's clearance above the terrain (see the cfg), as ``cast`` says."""
+        return self._current(("terrain_height", id(self)), self._cast)
 
     def update(self) -> None:
         """Nothing: the rays are cast on demand (:meth:`heights`)."""

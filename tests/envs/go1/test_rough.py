@@ -132,14 +132,17 @@ def test_rough_terminations_and_contact_cost() -> None:
 
 def test_feet_and_upright_read_the_terrain_as_mjlab_s_rough_go1() -> None:
     """The foot terms read each foot's clearance over the terrain (a 0.04 m ring of 4 rays plus the centre, per
-    foot site); ``upright`` tilts against the normal fitted to the height scan; the self and ground collision
-    sensors keep 4 substeps of force."""
+    foot site); ``upright`` tilts against the normal fitted to the height scan; both ray sensors cast as mjlab's
+    ``sense()``; the self and ground collision sensors keep 4 substeps of force."""
     from gym_graphreset.tasks import mdp
 
     cfg = go1_velocity_rough_cfg(terrain=SMALL)
     feet = cfg.sensors["foot_height_scan"]
     group = SMALL.geom_group  # the terrain's
-    assert feet == mdp.TerrainHeightSensorCfg(("FR", "FL", "RR", "RL"), radius=0.04, num_samples=4, geom_group=group)
+    assert feet == mdp.TerrainHeightSensorCfg(
+        ("FR", "FL", "RR", "RL"), radius=0.04, num_samples=4, geom_group=group, cast="before_obs"
+    )
+    assert cfg.sensors["terrain_scan"].cast == "before_obs"  # mjlab's sense(): once per observation
     for name in ("foot_clearance", "foot_swing_height"):
         assert cfg.rewards[name].params["height_sensor_name"] == "foot_height_scan"
     assert cfg.observations["critic"].terms["foot_height"].func is mdp.terrain_height
