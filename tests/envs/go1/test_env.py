@@ -272,6 +272,18 @@ def test_step_graph_is_sync_free_and_compile_step_reports_ok(compile_step: bool)
     env.close()
 
 
+@pytest.mark.cuda
+@needs_cuda
+def test_step_graph_with_forward_before_obs_is_sync_free() -> None:
+    """CUDA: mjlab's forward pass before the observations joins the captured step; the sleep canary sees no sync
+    (the forward and the contact sensors' refresh run inside the graph)."""
+    config = StepConfig.preset("step_graph", graph_warmup=2)
+    env, canary = step_graph_canary(Go1VelocityFlatEnv(1024, device="cuda", forward_before_obs=True), config, 12)
+    print(f"\nGo1 step graph with forward_before_obs: {canary}")
+    assert env.graph is not None and env.graph.captured
+    env.close()
+
+
 def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     """The PPO example's mjlab-go1 preset runs (asymmetric critic, adaptive lr) and writes the tracking curve."""
     import json
