@@ -50,6 +50,7 @@ from gym_graphreset.tasks.managers import (
     RewardManager,
     TerminationManager,
 )
+from gym_graphreset.tasks.mdp.height_scan import RayBuffers
 from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
 from gym_graphreset.tasks.protocols import CommandTerm, SensorTerm
 from gym_graphreset.tasks.recorders import RecorderManager
@@ -173,6 +174,12 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
                     f"sensors[{n!r}]: {type(self.sensors[n]).__name__} is not a SensorTerm (update, refresh, reset); "
                     f"forward_before_obs=True calls its refresh() after the forward pass"
                 )
+        self._sense_before_obs = {
+            n: sensor
+            for n, sensor in self.sensors.items()
+            if isinstance(sensor, RayBuffers) and sensor.cast == "before_obs"
+        }
+        self._sensing_checked = False
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
@@ -304,12 +311,32 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     """While observing: the rows observed (the reset mask after a reset; ``None``: every row, after a step)."""
 
     def _observations(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
-        """The observation manager's groups, with :attr:`observing` set while they are computed."""
+        """The observation manager's groups, with :attr:`observing` set while they are computed.
+
+        With a ``cast="before_obs"`` ray sensor, observing is a phase of its own: values cached from the
+        sensor's kept rays before it (a metric's) are not reused, nor observed ones after it. The first
+        observation checks that each such sensor was cast (read by an observation), else rewards would read
+        rays never cast.
+        """
+        apart = bool(self._sense_before_obs)
+        if apart:
+            self.invalidate()
         self.observing, self.observed_rows = True, rows
         try:
-            return self.observation_manager.compute(u, rows)
+            obs = self.observation_manager.compute(u, rows)
         finally:
             self.observing, self.observed_rows = False, None
+        if apart:
+            self.invalidate()
+            if not self._sensing_checked:
+                self._sensing_checked = True
+                if unread := [n for n, sensor in self._sense_before_obs.items() if not sensor.has_cast]:
+                    raise ValueError(
+                        f"sensors {unread}: cast='before_obs' casts only for observations, and no observation "
+                        f"reads them, so the terms that do would read rays never cast; read them in an "
+                        f"observation or give them cast='each_phase'"
+                    )
+        return obs
 
     def _forward(self) -> None:
         """MuJoCo Warp's ``forward`` on every world (``TaskCfg.forward_before_obs``)."""

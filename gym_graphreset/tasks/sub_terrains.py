@@ -340,11 +340,11 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
 class WaveTerrainCfg(SubTerrainCfg):
     """Sine waves across both axes inside a flat border (mjlab's ``HfWaveTerrainCfg`` with its rough-set preset).
 
-    Inside the border, at sample ``(i, j)`` (counted from the border), the height is
-    ``v * rint(a * (cos(j k) + sin(i k)))`` with ``a = int(A / (2 v))`` and ``k = 2 pi num_waves / m``, ``m``
-    the samples across the inner cell along y, ``A`` the amplitude at the difficulty and ``v`` the
-    ``vertical_scale``: mjlab's formula, heights quantised to its vertical step, peak to peak about ``2 A``,
-    centred on the border's z = 0.
+    Inside the border, at sample ``(i, j)`` (counted from the border; ``i`` along x, ``j`` along y), the height
+    is ``v * rint(a * (cos(i k) + sin(j k)))`` with ``a = int(A / (2 v))`` and ``k = 2 pi num_waves / m``,
+    ``m`` the samples across the inner cell along y, ``A`` the amplitude at the difficulty and ``v`` the
+    ``vertical_scale``: mjlab's formula (its heightfield rows run along y), heights quantised to its vertical
+    step, peak to peak about ``2 A``, centred on the border's z = 0.
 
     Attributes:
         amplitude_range: (min, max) amplitude ``A`` [m] at difficulty 0 and 1.
@@ -388,7 +388,7 @@ class WaveTerrainCfg(SubTerrainCfg):
         k = 2.0 * math.pi * self.num_waves / (ny - 2 * b)
         i, j = np.arange(nx - 2 * b)[:, None], np.arange(ny - 2 * b)[None, :]
         grid = np.zeros((nx, ny))
-        grid[b : nx - b, b : ny - b] = v * np.rint(a * (np.cos(j * k) + np.sin(i * k)))
+        grid[b : nx - b, b : ny - b] = v * np.rint(a * (np.cos(i * k) + np.sin(j * k)))
         return _Cell(grid=grid)
 
 

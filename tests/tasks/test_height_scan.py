@@ -22,7 +22,16 @@ import torch
 
 pytest.importorskip("mujoco_warp", reason="the height scan casts MuJoCo Warp rays")
 
-from gym_graphreset.tasks import JointPositionAction, ManagerBasedEnv, ObsGroup, ObsTerm, RewardTerm, TaskCfg
+from gym_graphreset.tasks import (
+    JointPositionAction,
+    ManagerBasedEnv,
+    MetricTerm,
+    ObsGroup,
+    ObsTerm,
+    RewardTerm,
+    TaskCfg,
+    TerminationTerm,
+)
 from gym_graphreset.tasks.mdp.height_scan import (
     RayBuffers,
     RayCastSensorCfg,
@@ -501,3 +510,86 @@ def test_bad_cast_is_refused() -> None:
         RayCastSensorCfg("base", cast="always")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("`cast` must be 'each_phase' or 'before_obs', got None")):
         TerrainHeightSensorCfg(FEET, cast=None)  # type: ignore[arg-type]
+
+
+SOLES = ("left_sole", "right_sole")
+
+
+def _scan_reward(env: ManagerBasedEnv) -> torch.Tensor:
+    return height_scan(env, "scan").mean(dim=1)
+
+
+def _low_scan(env: ManagerBasedEnv) -> torch.Tensor:
+    """Ends the episodes of rows whose scan reads low: resets that do not come all at once."""
+    return height_scan(env, "scan").mean(dim=1) < 0.25
+
+
+def _biped_with_rays(forward_before_obs: bool, observe_scan: bool = True, observe_feet: bool = True) -> TaskCfg:
+    """The biped of ``test_layer`` with a scan and foot rays sensed as mjlab's, read by rewards and a termination."""
+    from tests.tasks.test_layer import user_task
+
+    cfg = user_task()
+    cfg = cfg.with_term("sensors", "scan", RayCastSensorCfg("base", (0.4, 0.2), geom_group=0, cast="before_obs"))
+    cfg = cfg.with_term("sensors", "fh", TerrainHeightSensorCfg(SOLES, geom_group=0, cast="before_obs"))
+    if observe_scan:
+        cfg = cfg.with_obs("policy", "scan", ObsTerm(height_scan, {"sensor_name": "scan"}))
+    if observe_feet:
+        cfg = cfg.with_obs("policy", "fh", ObsTerm(terrain_height, {"sensor_name": "fh"}))
+    cfg = cfg.with_term("rewards", "scan", RewardTerm(_scan_reward, weight=1.0))
+    cfg = cfg.with_term("terminations", "low", TerminationTerm(_low_scan))
+    params = {**cfg.rewards["foot_clearance"].params, "height_sensor_name": "fh"}
+    return replace(cfg.replace_term("rewards", "foot_clearance", params=params), forward_before_obs=forward_before_obs)
+
+
+@pytest.mark.parametrize("forward_before_obs", [False, True])
+def test_before_obs_is_masked_equal_to_selected_with_staggered_resets(forward_before_obs: bool) -> None:
+    """Rays kept per observed row: bit for bit the selected path's through resets of some rows at a time, also
+    with the forward pass before the observations."""
+    from gym_graphreset import FixedShapeAutoresetVectorEnv
+    from gym_graphreset.testing import assert_masked_matches_selected
+    from tests.tasks.test_layer import N, _actions
+
+    def factory(flags: dict[str, object]) -> FixedShapeAutoresetVectorEnv:
+        inner = ManagerBasedEnv(_biped_with_rays(forward_before_obs), N, device="cpu", max_episode_steps=7)
+        return FixedShapeAutoresetVectorEnv(inner, **flags)  # type: ignore[arg-type]
+
+    env = factory({"config": "selected"})
+    env.reset(seed=3)
+    dones = [int((te | tr).sum()) for te, tr in (env.step(a)[2:4] for a in _actions(30))]
+    assert any(0 < d < N for d in dones), f"no partial reset to compare: {dones}"
+    env.close()
+    assert_masked_matches_selected(factory, _actions(30), seed=3)
+
+
+def test_a_metric_on_kept_rays_does_not_freeze_the_observation() -> None:
+    """A metric (outside the observation) reading the foot rays through ``mdp.observations.feet`` (cached per
+    phase) must not leave its value for an observation that reads the same: the observed clearances are the
+    same with and without it (they froze at the kept rays when the observation reused the metric's value)."""
+    from gym_graphreset.tasks.mdp import observations as O
+    from tests.tasks.test_layer import _actions
+
+    def feet_mean(env: ManagerBasedEnv) -> torch.Tensor:
+        return O.feet(env, SOLES, "fh")[0].mean(dim=1)
+
+    def feet_heights(env: ManagerBasedEnv) -> torch.Tensor:
+        return O.feet(env, SOLES, "fh")[0]
+
+    runs = []
+    for with_metric in (False, True):
+        cfg = _biped_with_rays(False, observe_feet=False).with_obs("policy", "feet", ObsTerm(feet_heights))
+        if with_metric:
+            cfg = cfg.with_term("metrics", "feet", MetricTerm(feet_mean))
+        env = ManagerBasedEnv(cfg, 3, device="cpu", max_episode_steps=100)
+        env.reset(seed=3)
+        runs.append([env.step(a[:3])[0]["policy"].clone() for a in _actions(5)])
+        env.close()
+    assert not torch.equal(runs[0][0], runs[0][-1])
+    for plain, metered in zip(*runs, strict=True):
+        assert torch.equal(plain, metered)
+
+
+def test_a_before_obs_sensor_no_observation_reads_is_refused() -> None:
+    """Its rays would never be cast, and the reward reading them would read zeros: refused when the env is built
+    (at its first observation)."""
+    with pytest.raises(ValueError, match=re.escape("sensors ['scan']: cast='before_obs' casts only for observations")):
+        ManagerBasedEnv(_biped_with_rays(False, observe_scan=False), 2, device="cpu", max_episode_steps=10)

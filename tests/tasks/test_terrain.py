@@ -134,16 +134,16 @@ def test_add_terrain_replaces_the_floor_and_retargets_sensors() -> None:
 
 def test_waves_follow_mjlabs_formula() -> None:
     """At difficulty 1 on an 8 m cell: a flat border, heights on the 5 mm vertical step, peak to peak twice the
-    0.2 m amplitude (less the quantisation), centred on 0, ``num_waves`` crests across y and one along x's sine."""
+    0.2 m amplitude (less the quantisation), centred on 0, ``num_waves`` crests of the cosine along x."""
     cfg = WaveTerrainCfg()
     grid = cfg._make(1.0, (8.0, 8.0), 0.1, np.random.default_rng(0)).grid
     assert grid is not None and grid.shape == (81, 81)
-    b = 2  # round(0.25 m / 0.1 m) border samples
+    b = 2  # int(0.25 m / 0.1 m) border samples
     assert not grid[:b].any() and not grid[-b:].any() and not grid[:, :b].any() and not grid[:, -b:].any()
     inner = grid[b:-b, b:-b]
     np.testing.assert_allclose(inner / 0.005, np.rint(inner / 0.005), atol=1e-9)
     assert 0.4 - 4 * 0.005 <= np.ptp(inner) <= 0.4 and abs(inner.mean()) < 0.02
-    row = inner[0]  # i = 0: a * cos(j k) alone, num_waves crests (j = 0 and every 77 / 4 samples)
+    row = inner[:, 0]  # j = 0: a * cos(i k) alone, num_waves crests (i = 0 and every 77 / 4 samples)
     crests = np.flatnonzero((row[1:-1] >= row[:-2]) & (row[1:-1] > row[2:])) + 1
     assert len(crests) + 1 == cfg.num_waves  # the crest at j = 0 is the edge
     assert not cfg._make(0.0, (8.0, 8.0), 0.1, np.random.default_rng(0)).grid.any()  # difficulty 0: flat

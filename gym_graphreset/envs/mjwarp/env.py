@@ -308,6 +308,8 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
         ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived
         state is then recomputed from the current ``qpos`` and ``qvel`` (kinematics, centres of mass, body
         velocities: ``set_const`` evaluates the model at ``qpos0``). Eager only: not part of a captured step.
+        ``set_const`` also writes camera and light references, equality anchors and geom bounds; those that are
+        not per-world take one world's values (a camera tracking the centre of mass follows one world's).
 
         Raises:
             ValueError: one of those fields is not per-world (``batched_model_fields``): every world would

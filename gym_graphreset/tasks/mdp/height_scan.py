@@ -181,6 +181,9 @@ class RayBuffers:
         self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
         self._context = ray_context(self.env, group)
 
+    has_cast: bool = False
+    """Whether the sensor has cast at least once (host-side; set at the first cast)."""
+
     def _outputs(self, *live: torch.Tensor) -> None:
         """Declare the tensors a cast writes, heights first (and keep copies of them for ``"before_obs"``)."""
         self._live = live
@@ -203,6 +206,7 @@ class RayBuffers:
 
         def cast_and_keep() -> torch.Tensor:
             out = cast()
+            self.has_cast = True
             rows = self.env.observed_rows
             for kept, live in zip(self._kept, self._live, strict=True):
                 if rows is None:
