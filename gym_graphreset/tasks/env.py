@@ -50,10 +50,10 @@ from gym_graphreset.tasks.managers import (
     RewardManager,
     TerminationManager,
 )
-from gym_graphreset.tasks.mdp.height_scan import RayBuffers
 from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
-from gym_graphreset.tasks.protocols import CommandTerm, SensorTerm
+from gym_graphreset.tasks.protocols import CommandTerm
 from gym_graphreset.tasks.recorders import RecorderManager
+from gym_graphreset.tasks.sensing import Sensors
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 
@@ -64,13 +64,6 @@ class InitialState:
 
     qpos: torch.Tensor
     qvel: torch.Tensor
-
-
-class Sensors(dict[str, Any]):
-    """The task's sensors by name: an unknown name is refused with the names there are (not a bare KeyError)."""
-
-    def __missing__(self, key: str) -> Any:
-        raise KeyError(f"the task has no sensor {key!r} (TaskCfg.sensors); its sensors: {sorted(self)}")
 
 
 def _check_model_fields(cfg: TaskCfg) -> None:
@@ -166,20 +159,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.streams = StreamAllocator(stream + 20)
         self.action_manager = ActionManager(self)
         self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
-        self.sensors: dict[str, Any] = Sensors()
-        for n, s in cfg.sensors.items():
-            self.sensors[n] = s.build(self)
-            if cfg.forward_before_obs and not isinstance(self.sensors[n], SensorTerm):
-                raise TypeError(
-                    f"sensors[{n!r}]: {type(self.sensors[n]).__name__} is not a SensorTerm (update, refresh, reset); "
-                    f"forward_before_obs=True calls its refresh() after the forward pass"
-                )
-        self._sense_before_obs = {
-            n: sensor
-            for n, sensor in self.sensors.items()
-            if isinstance(sensor, RayBuffers) and sensor.cast == "before_obs"
-        }
-        self._sensing_checked = False
+        self.sensors = Sensors(self)
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
@@ -287,8 +267,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.metric_manager.compute()
         if self.cfg.forward_before_obs:  # mjlab's order: after metrics and events, before observations
             self.runtime.run("forward", self._forward)
-            for sensor in self.sensors.values():
-                sensor.refresh()
+            self.sensors.refresh()
             self.invalidate()
         obs = self._observations(u)
         info: dict[str, Any] = {
@@ -318,7 +297,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         observation checks that each such sensor was cast (read by an observation), else rewards would read
         rays never cast.
         """
-        apart = bool(self._sense_before_obs)
+        apart = bool(self.sensors.sensed_before_obs)
         if apart:
             self.invalidate()
         self.observing, self.observed_rows = True, rows
@@ -328,14 +307,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             self.observing, self.observed_rows = False, None
         if apart:
             self.invalidate()
-            if not self._sensing_checked:
-                self._sensing_checked = True
-                if unread := [n for n, sensor in self._sense_before_obs.items() if not sensor.has_cast]:
-                    raise ValueError(
-                        f"sensors {unread}: cast='before_obs' casts only for observations, and no observation "
-                        f"reads them, so the terms that do would read rays never cast; read them in an "
-                        f"observation or give them cast='each_phase'"
-                    )
+            self.sensors.check_cast_once()
         return obs
 
     def _forward(self) -> None:

@@ -1,10 +1,10 @@
 """Rough terrain: a seeded grid of sub-terrains (difficulty by row) in one MJCF, with per-cell spawn origins.
 
-The grid has ``num_rows`` levels (rows, along x; difficulty grows with the row) and one column per
-sub-terrain type (along y; mjlab's curriculum layout), centred at the world origin. Every cell is
-rasterised into ONE MuJoCo heightfield (``hfield``) covering the whole grid; the box terrains (stairs,
-random boxes) are also box geoms by default (exact vertical faces), standing on the heightfield lowered to
-their base. A flat border frame of boxes surrounds the grid.
+The grid has ``num_rows`` levels (rows, along x; difficulty grows with the row) and one column per sub-terrain type
+(along y; mjlab's curriculum layout), centred at the world origin. Every cell is rasterised into ONE MuJoCo
+heightfield (``hfield``) covering the whole grid; the box terrains (stairs, random boxes) are also box geoms by
+default (exact vertical faces), standing on the heightfield lowered to their base. A flat border frame of boxes
+surrounds the grid.
 
 - :class:`TerrainGeneratorCfg` and the sub-terrain configs (in :mod:`gym_graphreset.tasks.sub_terrains`,
   re-exported here) are frozen and validated; :data:`ROUGH_TERRAINS_CFG` is mjlab 1.6's rough set on them.
@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import torch
 
-from gym_graphreset.tasks.sub_terrains import (
+from gym_graphreset.tasks._terrain_util import (
     _EPS,
-    SubTerrain,
     _box_surface,
     _check_int,
     _check_literal,
@@ -45,6 +44,7 @@ from gym_graphreset.tasks.sub_terrains import PyramidSlopeTerrainCfg as PyramidS
 from gym_graphreset.tasks.sub_terrains import PyramidStairsTerrainCfg as PyramidStairsTerrainCfg
 from gym_graphreset.tasks.sub_terrains import RandomBoxesTerrainCfg as RandomBoxesTerrainCfg
 from gym_graphreset.tasks.sub_terrains import RandomRoughTerrainCfg as RandomRoughTerrainCfg
+from gym_graphreset.tasks.sub_terrains import SubTerrain
 from gym_graphreset.tasks.sub_terrains import SubTerrainCfg as SubTerrainCfg
 from gym_graphreset.tasks.sub_terrains import WaveTerrainCfg as WaveTerrainCfg
 from gym_graphreset.tasks.terrain_state import TerrainState as TerrainState
@@ -380,8 +380,7 @@ def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> st
 class TerrainCfg:
     """The terrain as a task part (put it in ``TaskCfg.sensors``): per-env levels, types and origins.
 
-    The task's model must hold the same terrain (``add_terrain(xml, generate_terrain(generator))``: the same
-    seed gives the same grid).
+    The task's model must hold the same terrain: ``add_terrain(xml, generate_terrain(generator))`` (same seed).
 
     Attributes:
         generator: The grid.

@@ -32,14 +32,9 @@ from gym_graphreset.tasks import (
     TaskCfg,
     TerminationTerm,
 )
-from gym_graphreset.tasks.mdp.height_scan import (
-    RayBuffers,
-    RayCastSensorCfg,
-    grid_pattern,
-    height_scan,
-    terrain_normal,
-)
+from gym_graphreset.tasks.mdp.height_scan import RayCastSensorCfg, grid_pattern, height_scan, terrain_normal
 from gym_graphreset.tasks.mdp.math import fit_plane_normal
+from gym_graphreset.tasks.mdp.rays import RayBuffers
 from gym_graphreset.tasks.mdp.rewards import upright
 from gym_graphreset.tasks.mdp.terrain_height import TerrainHeightSensorCfg, ring_pattern, terrain_height
 from gym_graphreset.tasks.terrain import (

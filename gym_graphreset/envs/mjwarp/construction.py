@@ -26,18 +26,6 @@ if TYPE_CHECKING:
     from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
 
 
-SET_CONST_FIELDS = (
-    "body_subtreemass",
-    "dof_invweight0",
-    "body_invweight0",
-    "tendon_length0",
-    "tendon_invweight0",
-    "actuator_acc0",
-)
-"""The derived model fields ``mujoco_warp.set_const`` writes per world: per-world for
-:meth:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv.recompute_constants`."""
-
-
 def default_device() -> torch.device:
     """CUDA when available, else the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -9,7 +9,7 @@ capture). On the CPU warp's CPU backend runs the same code.
 The masked reset reads no host data: ``mujoco_warp.reset_data`` with a preallocated ``wp.array`` mask,
 masked writes of counter-based initial-state draws, then the position/velocity kinematics that
 observations read. Task subclasses (:mod:`gym_graphreset.envs.gym_mujoco.tasks`) define observation, reward,
-termination and reset noise.
+termination and reset noise. Substep records and derived-constant recomputation are mixins of their own.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
-from gym_graphreset.envs.mjwarp.construction import SET_CONST_FIELDS, _check_contact_limits, _MJWarpEnvBase
+from gym_graphreset.envs.mjwarp.constants import ModelConstants
+from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase
 from gym_graphreset.envs.mjwarp.construction import default_device as default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
@@ -40,7 +41,7 @@ OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
-class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
+class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
     Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
@@ -65,9 +66,8 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
     (everything after the physics), :meth:`_before_reset` and :meth:`_after_reset` instead (the task
     layer's :class:`~gym_graphreset.tasks.env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step` are a
     fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
-    so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes,
-    counter-based draws (:mod:`gym_graphreset.core.rng`, a stream of its own per use: ``self.streams(name)``),
-    no host read.
+    so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes, no
+    host read, counter-based draws (:mod:`gym_graphreset.core.rng`, one stream per use: ``self.streams(name)``).
 
     Args:
         model: Path to an MJCF file, or the XML itself.
@@ -296,37 +296,6 @@ class MJWarpVectorEnv(SubstepRecording, _MJWarpEnvBase):
             return
         mjw.kinematics(self.m, self.d)
         if self.refresh == "com":
-            mjw.com_pos(self.m, self.d)
-            mjw.com_vel(self.m, self.d)
-
-    def recompute_constants(self) -> None:
-        """``mujoco_warp.set_const`` on every world: constants derived at ``qpos0`` follow per-world model writes.
-
-        After writing ``body_ipos``, ``body_mass``, ``body_inertia`` or ``dof_armature`` per world, their
-        derived constants (inverse weights, which set contact and joint-limit softness, subtree masses, actuator
-        accelerations: ``body_subtreemass``, ``dof_invweight0``, ``body_invweight0``, ``tendon_length0``,
-        ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived
-        state is then recomputed from the current ``qpos`` and ``qvel`` (kinematics, centres of mass, body
-        velocities: ``set_const`` evaluates the model at ``qpos0``). Eager only: not part of a captured step.
-        ``set_const`` also writes camera and light references, equality anchors and geom bounds; those that are
-        not per-world take one world's values (a camera tracking the centre of mass follows one world's).
-
-        Raises:
-            ValueError: one of those fields is not per-world (``batched_model_fields``): every world would
-                write one shared row.
-        """
-        import mujoco_warp as mjw
-
-        missing = [f for f in SET_CONST_FIELDS if f not in self.batched_model_fields]
-        if missing:
-            raise ValueError(
-                f"recompute_constants: {missing} must be per-world: set_const writes each world's derived "
-                f"constants there. On a task, give a startup EventTerm recompute='set_const' (it makes them "
-                f"per-world); on an MJWarpVectorEnv subclass, list them in `batched_model_fields`"
-            )
-        with self._on_stream():
-            mjw.set_const(self.m, self.d)
-            mjw.kinematics(self.m, self.d)
             mjw.com_pos(self.m, self.d)
             mjw.com_vel(self.m, self.d)
 

@@ -4,8 +4,9 @@
 around each foot site, cast down against the terrain, reduced to one clearance per foot (the site's height
 above the terrain under it). The foot terms of a rough task read it (:func:`terrain_height`, the
 ``height_sensor_name`` of the foot rewards) in place of the site's world height. Like the height scan
-(:mod:`gym_graphreset.tasks.mdp.height_scan`, whose ray buffers it shares) it is cast on demand, once per
-step phase or (``cast="before_obs"``) only for observations, full width, with no host read.
+(:mod:`gym_graphreset.tasks.mdp.height_scan`; both are :mod:`gym_graphreset.tasks.mdp.rays` sensors) it is
+cast on demand, once per step phase or (``cast="before_obs"``) only for observations, full width, with no host
+read.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.tasks.binding import reads_sensors
-from gym_graphreset.tasks.mdp.height_scan import RayBuffers, RayCast, check_cast, check_geom_group
+from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
