@@ -13,7 +13,16 @@ from typing import Any, cast
 import gymnasium as gym
 import torch
 
-from gym_graphreset.bench.peers.compare import PEERS, PeerConfig, Variant, comparison_table, parse_variant, run_peer
+from gym_graphreset.bench.peers.compare import (
+    PEERS,
+    PeerConfig,
+    Variant,
+    comparison_table,
+    parse_variant,
+    rounds_rows,
+    rounds_table,
+    run_peer,
+)
 from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
 from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
 from gym_graphreset.cli.args import int_at_least, resolve_device, seconds, sizes, unregistered_env, usage_error
@@ -103,7 +112,17 @@ def add_parsers(sub: Any) -> None:
         p.add_argument("--peer-pythonpath", default=None, help="PYTHONPATH for the peer's interpreter (replaces ours)")
         p.add_argument("--peer-task", default=None, help="the peer's task id (default: its Go1 flat velocity task)")
         p.add_argument(
+            "--peer-motion-file", default=None, help="the clip a peer's tracking task reads (mjlab's npz format)"
+        )
+        p.add_argument(
             "--peer-timeout", type=seconds, default=300.0, help="seconds allowed per peer size (default: 300)"
+        )
+        p.add_argument(
+            "--rounds",
+            type=int_at_least(1),
+            default=1,
+            help="alternate our modes and the --peer this many times at each size, then report the median and "
+            "range of each side and of the ratio (3 or more for a ratio worth quoting; default: 1)",
         )
         p.add_argument(
             "--envpool-envs",
@@ -187,12 +206,54 @@ def _peer_choices(args: argparse.Namespace, device: torch.device) -> tuple[dict[
                 device=f"cuda:{device.index or 0}" if device.type == "cuda" else "cpu",
                 timeout_s=args.peer_timeout,
                 physics_states=args.physics_states,
+                motion_file=args.peer_motion_file,
             )
             for p in peers
         ]
     except ValueError as exc:
         return str(exc)
     return variants, configs
+
+
+def _measure_ours(
+    args: argparse.Namespace, device: torch.device, modes: list[str], variants: dict[str, Variant], n: int
+) -> list[Any]:
+    """Every mode of every model variant at ``n`` envs (a size out of device memory is skipped, with a notice)."""
+    results = []
+    for env_id, variant in variants.items():
+
+        def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
+            kwargs: dict[str, Any] = {"device": device, **variant.kwargs}
+            try:
+                return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
+            except TypeError as exc:
+                if not variant.kwargs:
+                    raise
+                raise VariantRejected(
+                    f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
+                ) from exc
+
+        try:
+            measured = measure_modes(  # VariantRejected: a usage error, reported by main()
+                make_inner,
+                modes,
+                steps=args.steps,
+                warmup=args.warmup,
+                env_id=env_id,
+                show_progress=not args.no_progress,
+                physics_states=args.physics_states,
+                physics_graph=args.physics_graph,
+            )
+        except torch.OutOfMemoryError as exc:  # the sizes measured so far are kept and saved
+            print(f"{env_id} x{n}: out of device memory; skipped this size ({str(exc).splitlines()[0]})")
+            gc.collect()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            continue
+        for r in measured:
+            r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
+        results += measured
+    return results
 
 
 def _measure(
@@ -203,51 +264,31 @@ def _measure(
     variants: dict[str, Variant],
     configs: list[PeerConfig],
 ) -> list[Any]:
-    """Every mode at every size and model variant, then the GPU peers, then the CPU baselines asked for."""
-    results = []
+    """Per round and size, every mode of every model variant, then the GPU peers; then the CPU baselines asked for.
+
+    With ``--rounds`` > 1 the sides alternate at each size and every result carries ``extra["round"]``.
+    """
+    results: list[Any] = []
     sizes: list[int] = args.num_envs
-    for n in sizes:
-        for env_id, variant in variants.items():
-
-            def make_inner(n: int = n, variant: Variant = variant) -> gym.vector.VectorEnv:
-                kwargs: dict[str, Any] = {"device": device, **variant.kwargs}
-                try:
-                    return gym.make_vec(args.env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
-                except TypeError as exc:
-                    if not variant.kwargs:
-                        raise
-                    raise VariantRejected(
-                        f"`--variant {variant.label}`: {args.env_id} does not take {sorted(variant.kwargs)} ({exc})"
-                    ) from exc
-
-            try:
-                measured = measure_modes(  # VariantRejected: a usage error, reported by main()
-                    make_inner,
-                    modes,
-                    steps=args.steps,
-                    warmup=args.warmup,
-                    env_id=env_id,
-                    show_progress=not args.no_progress,
-                    physics_states=args.physics_states,
-                    physics_graph=args.physics_graph,
-                )
-            except torch.OutOfMemoryError as exc:  # the sizes measured so far are kept and saved
-                print(f"{env_id} x{n}: out of device memory; skipped this size ({str(exc).splitlines()[0]})")
-                gc.collect()
-                if device.type == "cuda":
-                    torch.cuda.empty_cache()
-                continue
-            for r in measured:
-                r.extra |= {"variant": variant.label, "env_kwargs": variant.kwargs} if variant.label else {}
-            results += measured
-    for config in configs:
+    missing: set[str] = set()  # peers not importable: skipped at every later size and round
+    for round_ in range(args.rounds):
         for n in sizes:
-            print(f"timing the {config.name} peer x{n} in {config.python} ...")
-            peer = run_peer(config, n, steps=args.steps, warmup=args.warmup)
-            if isinstance(peer, ModeResult):
-                results.append(peer)
-            elif peer.reason == "missing":
-                break
+            tag = {"round": round_} if args.rounds > 1 else {}
+            if args.rounds > 1:
+                print(f"round {round_ + 1} of {args.rounds}, x{n}: ours, then {len(configs)} peer(s)")
+            for r in _measure_ours(args, device, modes, variants, n):
+                r.extra |= tag
+                results.append(r)
+            for config in configs:
+                if config.name in missing:
+                    continue
+                print(f"timing the {config.name} peer x{n} in {config.python} ...")
+                peer = run_peer(config, n, steps=args.steps, warmup=args.warmup)
+                if isinstance(peer, ModeResult):
+                    peer.extra |= tag
+                    results.append(peer)
+                elif peer.reason == "missing":
+                    missing.add(config.name)
     if args.async_baseline:
         from gym_graphreset.bench.runner import measure_gymnasium_async
 
@@ -298,21 +339,30 @@ def run(args: argparse.Namespace) -> int:
         results = _measure(args, device, modes, baselines, variants, configs)
     except VariantRejected as exc:
         return usage_error(str(exc))
-    ours_and_baselines = [r for r in results if r.extra.get("engine") not in PEERS]
+    # the tables and plots of one run show the last round; the rounds table sums up every round
+    last = [r for r in results if r.extra.get("round", args.rounds - 1) == args.rounds - 1]
+    ours_and_baselines = [r for r in last if r.extra.get("engine") not in PEERS]
     print()
     print(table(ours_and_baselines))
     if configs or len(variants) > 1:
         print()
-        print(comparison_table(results))
-    _print_comparisons(args, results)
+        print(comparison_table(last))
+    rounds_md = None
+    if args.rounds > 1:
+        rounds_md = rounds_table(rounds_rows([r for r in results if "round" in r.extra]))
+        print(f"\nmedian (min-max) over {args.rounds} alternated rounds:\n{rounds_md}")
+    _print_comparisons(args, last)
     stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
+    if rounds_md is not None:
+        (args.out / f"{stem}-rounds.md").write_text(rounds_md + "\n")
+        print(f"wrote {args.out / (stem + '-rounds.md')}")
     plotted = plot_results(ours_and_baselines, args.out / f"{stem}.png", f"{args.env_id} on {device}")
     print(f"\nwrote {args.out / (stem + '.json')}" + (f" and {args.out / (stem + '.png')}" if plotted else ""))
-    if any(r.extra.get("engine") in PEERS for r in results):
+    if any(r.extra.get("engine") in PEERS for r in last):
         names = "-".join(c.name for c in configs)
         peer_png = args.out / f"{stem}-vs-{names}.png"
-        if plot_peer_comparison(results, peer_png, f"{args.env_id} vs {names} on {device}"):
+        if plot_peer_comparison(last, peer_png, f"{args.env_id} vs {names} on {device}"):
             print(f"wrote {peer_png}")
     return 0
 

@@ -503,3 +503,75 @@ def test_unbounded_actions_sampled_like_the_peer() -> None:
     low, high = actions.amin(dim=(0, 1)), actions.amax(dim=(0, 1))
     assert (low >= torch.tensor([-1, -3, 0, 2, -6])).all() and (high <= torch.tensor([1, 3, 1, 4, -4])).all()
     assert (high - low > torch.tensor([1.8, 5.6, 0.9, 1.8, 1.8])).all()  # the whole range is used
+
+
+def _timed(mode: str, env_id: str, n: int, steps_per_s: float, round_: int, **extra: Any) -> ModeResult:
+    return ModeResult(
+        mode=mode,
+        env_id=env_id,
+        num_envs=n,
+        device="cuda:0",
+        steps=100,
+        ms_per_step=n / steps_per_s * 1e3,
+        env_steps_per_s=steps_per_s,
+        host_syncs_per_step=0.0,
+        peak_gpu_mem_mb=None,
+        extra={"round": round_, **extra},
+    )
+
+
+def test_rounds_pair_each_round_with_the_peer_of_the_same_round() -> None:
+    """The ratio is taken within each round (ours / the peer's of that round), then summed up as median and
+    range; each side's own figures likewise, over its rounds."""
+    ours = [300e3, 330e3, 360e3]
+    peer = [100e3, 150e3, 120e3]  # a drifting peer: 3.0x, 2.2x, 3.0x within rounds
+    results = []
+    for i in range(3):
+        results.append(_timed("bare physics", "Go1", 4096, 400e3, i))
+        results.append(_timed("step graph", "Go1", 4096, ours[i], i))
+        results.append(_timed("mjlab", "Mjlab-Go1", 4096, peer[i], i, engine="mjlab", physics_ms=10.0 + i))
+    rows = compare.rounds_rows(results)
+    assert [(r.side, r.mode) for r in rows] == [("mjlab", "mjlab"), ("ours", "step graph")]
+    mine = rows[1]
+    assert mine.ratios == pytest.approx((3.0, 2.2, 3.0))
+    assert compare.RoundsRow.spread(mine.ratios) == pytest.approx((3.0, 2.2, 3.0))
+    assert rows[0].physics_ms == (10.0, 11.0, 12.0)
+    table = compare.rounds_table(rows)
+    assert "| ours | Go1 | 4096 | step graph | 3 | 330,000 (300,000-360,000) |" in table
+    assert "3.00 (2.20-3.00)" in table
+
+
+def test_rounds_refuse_results_without_a_round() -> None:
+    """A result that carries no round cannot be paired: refused, naming it."""
+    with pytest.raises(ValueError, match="without a round.*step graph x64"):
+        compare.rounds_rows([ModeResult("step graph", "Go1", 64, "cpu", 1, 1.0, 64e3, 0.0, None)])
+
+
+def test_bench_rounds_alternate_the_sides_and_write_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench --peer mjlab --rounds 3`` runs ours then the peer three times at each size (in that order) and
+    writes the rounds table beside the JSON."""
+    order: list[str] = []
+
+    def fake_ours(args: Any, device: Any, modes: Any, variants: Any, n: int) -> list[ModeResult]:
+        order.append(f"ours x{n}")
+        return [ModeResult("selected", args.env_id, n, "cpu", 1, 1.0, 1000.0 * n, 0.0, None)]
+
+    def fake_peer(config: Any, n: int, *, steps: int, warmup: int) -> ModeResult:
+        order.append(f"peer x{n}")
+        extra = {"engine": "mjlab", "physics_ms": 1.0}
+        return ModeResult("mjlab", "Mjlab-Task", n, "cpu", steps, 1.0, 500.0 * n, 0.0, None, extra)
+
+    import gym_graphreset.cli.bench as bench_cli
+
+    monkeypatch.setattr(bench_cli, "_measure_ours", fake_ours)
+    monkeypatch.setattr(bench_cli, "run_peer", fake_peer)
+    argv = ["bench", "--env-id", "gym_graphreset/CartPole-v1", "--num-envs", "8,16", "--steps", "2"]
+    argv += ["--modes", "selected", "--peer", "mjlab", "--rounds", "3", "--out", str(tmp_path), "--device", "cpu"]
+    assert main(argv) == 0
+    assert order == ["ours x8", "peer x8", "ours x16", "peer x16"] * 3
+    summary = (tmp_path / "bench-CartPole-v1-cpu-rounds.md").read_text()
+    assert "| ours | gym_graphreset/CartPole-v1 | 8 | selected | 3 |" in summary
+    assert "2.00 (2.00-2.00)" in summary
+    assert "median (min-max) over 3 alternated rounds" in capsys.readouterr().out

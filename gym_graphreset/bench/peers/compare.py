@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -34,6 +35,9 @@ __all__ = [
     "load_results",
     "parse_peer_output",
     "parse_variant",
+    "RoundsRow",
+    "rounds_rows",
+    "rounds_table",
     "run_peer",
     "runner_path",
     "same_model",
@@ -306,3 +310,97 @@ def load_results(paths: Sequence[Path]) -> list[ModeResult]:
         record = json.loads(Path(path).read_text())
         results += [ModeResult(**r) for r in record["results"]]
     return results
+
+
+@dataclass(frozen=True)
+class RoundsRow:
+    """One side (a peer, or one of our modes on one env id / variant) at one size, over alternated rounds.
+
+    ``ratios`` are ours / the peer's env-steps/s within each round (the peer's own rows have none), so that a
+    drift of the machine between rounds moves both sides of a ratio alike.
+    """
+
+    side: str
+    env_id: str
+    num_envs: int
+    mode: str
+    env_steps_per_s: tuple[float, ...]
+    ms_per_step: tuple[float, ...]
+    physics_ms: tuple[float, ...]
+    ratios: tuple[float, ...] = ()
+    same_model: bool = False
+
+    @staticmethod
+    def spread(values: Sequence[float]) -> tuple[float, float, float] | None:
+        """(median, min, max), or ``None`` for no values."""
+        return (statistics.median(values), min(values), max(values)) if values else None
+
+
+def rounds_rows(results: Sequence[ModeResult]) -> list[RoundsRow]:
+    """Group results tagged ``extra["round"]`` by side, env id, size and mode; pair ours with each peer per round.
+
+    Raises:
+        ValueError: a result without a round tag, or rounds that are not 0..N-1 for every side.
+    """
+    untagged = [f"{r.mode} x{r.num_envs}" for r in results if "round" not in r.extra]
+    if untagged:
+        raise ValueError(f"results without a round (extra['round']): {untagged}")
+    physics = {(r.env_id, r.num_envs, r.extra["round"]): r.ms_per_step for r in results if r.mode == "bare physics"}
+    groups: dict[tuple[str, str, int, str], dict[int, ModeResult]] = {}
+    for r in results:
+        if r.mode == "bare physics" or (r.mode not in MODES and r.extra.get("engine") not in PEERS):
+            continue
+        side = str(r.extra["engine"]) if r.extra.get("engine") in PEERS else "ours"
+        groups.setdefault((side, r.env_id, r.num_envs, r.mode), {})[int(r.extra["round"])] = r
+    rows = []
+    for (side, env_id, n, mode), by_round in groups.items():
+        order = sorted(by_round)
+        runs = [by_round[i] for i in order]
+        if side == "ours":
+            floors = [physics.get((env_id, n, i)) for i in order]
+            own_physics = tuple(f for f in floors if f is not None)
+        else:
+            own_physics = tuple(float(r.extra["physics_ms"]) for r in runs)
+        ratios: list[float] = []
+        same = False
+        if side == "ours":
+            peers = {int(p.extra["round"]): p for p in results if p.extra.get("engine") in PEERS and p.num_envs == n}
+            ratios = [by_round[i].env_steps_per_s / peers[i].env_steps_per_s for i in order if i in peers]
+            same = any(same_model(by_round[i], peers[i]) for i in order if i in peers)
+        rows.append(
+            RoundsRow(
+                side=side,
+                env_id=env_id,
+                num_envs=n,
+                mode=mode,
+                env_steps_per_s=tuple(r.env_steps_per_s for r in runs),
+                ms_per_step=tuple(r.ms_per_step for r in runs),
+                physics_ms=own_physics,
+                ratios=tuple(ratios),
+                same_model=same,
+            )
+        )
+    return sorted(rows, key=lambda row: (row.num_envs, row.side == "ours", row.env_id, row.mode))
+
+
+def _spread(values: Sequence[float], fmt: str) -> str:
+    s = RoundsRow.spread(values)
+    if s is None:
+        return "-"
+    return f"{s[0]:{fmt}} ({s[1]:{fmt}}-{s[2]:{fmt}})"
+
+
+def rounds_table(rows: Sequence[RoundsRow]) -> str:
+    """Markdown: each side's median (min-max) over the alternated rounds, and of ours / the peer per round."""
+    lines = [
+        "| side | task / model | envs | mode | rounds | env-steps/s | ms/step | own physics ms | x peer |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        ratio = _spread(row.ratios, ".2f") + (" same model" if row.same_model else "") if row.ratios else "-"
+        lines.append(
+            f"| {row.side} | {row.env_id} | {row.num_envs} | {row.mode} | {len(row.env_steps_per_s)} "
+            f"| {_spread(row.env_steps_per_s, ',.0f')} | {_spread(row.ms_per_step, '.2f')} "
+            f"| {_spread(row.physics_ms, '.2f')} | {ratio} |"
+        )
+    return "\n".join(lines)
