@@ -331,9 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     staging.add_argument("src", type=Path, help="folder with warmcache.part* and warmcache.json")
     staging.add_argument("--root", type=Path, default=Path("/opt/ggcache"), help="where the caches go")
     first = sub.add_parser("first-step", help="seconds to each task's first captured step, in fresh processes")
-    first.add_argument("--tasks", default=",".join(TASKS))
+    first.add_argument("--tasks", default="go1,g1,go1-rough", help="tasks timed with the step graph")
+    first.add_argument("--compiled-tasks", default="go1", help="tasks timed with the compiled step graph too")
     first.add_argument("--num-envs", type=int, default=4096)
-    first.add_argument("--compile", action="store_true", help="the compiled step (Inductor) as well")
     first.add_argument("--out", type=Path, default=None, help="write the seconds as JSON here")
     sub.add_parser("key", help="print this machine's cache key")
     one = sub.add_parser("one-first-step", help=argparse.SUPPRESS)
@@ -361,23 +361,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "first-step":
         times: dict[str, float | str] = {}
-        for label in [t for t in args.tasks.split(",") if t]:
-            for compiled in (False, True) if args.compile else (False,):
-                name = f"{label}{' compiled' if compiled else ''}"
-                argv_one = [sys.executable, __file__, "one-first-step", TASKS[label][0], str(args.num_envs)]
-                t0 = time.perf_counter()
-                done = subprocess.run([*argv_one, *(["--compile"] if compiled else [])], capture_output=True, text=True)
-                wall = time.perf_counter() - t0
-                if done.returncode == 0:
-                    inside = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
-                    times[name] = round(wall, 1)
-                    print(
-                        f"{name}: first captured step {wall:.1f} s after the process started "
-                        f"({inside:.1f} s in the env)"
-                    )
-                else:
-                    times[name] = f"failed: {done.stderr.strip().splitlines()[-1:]}"
-                    print(f"{name}: failed\n{done.stderr[-2000:]}")
+        runs = [(t, False) for t in args.tasks.split(",") if t]
+        runs += [(t, True) for t in args.compiled_tasks.split(",") if t]
+        unknown = sorted({t for t, _ in runs} - set(TASKS))
+        if unknown:
+            parser.error(f"unknown tasks {unknown}; choose from {list(TASKS)}")
+        for label, compiled in runs:
+            name = f"{label}{' compiled' if compiled else ''}"
+            argv_one = [sys.executable, __file__, "one-first-step", TASKS[label][0], str(args.num_envs)]
+            t0 = time.perf_counter()
+            done = subprocess.run([*argv_one, *(["--compile"] if compiled else [])], capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if done.returncode == 0:
+                inside = json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+                times[name] = round(wall, 1)
+                print(f"{name}: first captured step {wall:.1f} s after the process started ({inside:.1f} s in the env)")
+            else:
+                times[name] = f"failed: {done.stderr.strip().splitlines()[-1:]}"
+                print(f"{name}: failed\n{done.stderr[-2000:]}")
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({"key": machine_key(), "num_envs": args.num_envs, "seconds": times}))

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# This library against mjlab on identical work, the sides alternated ROUNDS times in one run (bench --rounds):
+# mjlab's model file with its sensors kept and mjlab's forward pass before the observations on our side
+# (the velocity tasks; tracking tracks the same clip), our step graph with and without compile="inductor".
+# From the repository root on a GPU machine, with warp, mujoco-warp and gymnasium importable and mjlab on
+# MJ_PYTHONPATH (it runs in its own process):
+#   OUT=/some/dir ROBOT=go1 bash benchmarks/gpu/peer_rounds.sh       # go1, go1-rough, g1, g1-rough, g1-tracking
+# Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log.
+set -uo pipefail
+OUT=${OUT:?set OUT to an output folder}
+ROBOT=${ROBOT:-go1}
+SIZES=${SIZES:-4096}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-100}
+WARMUP=${WARMUP:-20}
+MODES=${MODES:-step graph,step graph+compile}
+MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
+case $ROBOT in
+  go1) ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
+  g1) ENV_ID=gym_graphreset/G1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 MODEL=g1 ;;
+  go1-rough) ENV_ID=gym_graphreset/Go1-Velocity-Rough-v0 PEER_TASK=Mjlab-Velocity-Rough-Unitree-Go1 MODEL=go1 ;;
+  g1-rough) ENV_ID=gym_graphreset/G1-Velocity-Rough-v0 PEER_TASK=Mjlab-Velocity-Rough-Unitree-G1 MODEL=g1 ;;
+  g1-tracking) ENV_ID=gym_graphreset/G1-Tracking-Flat-v0 PEER_TASK=Mjlab-Tracking-Flat-Unitree-G1 MODEL=g1 ;;
+  *) echo "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got $ROBOT" >&2; exit 2 ;;
+esac
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
+ROBOTS=$(PYTHONPATH=$MJ_PYTHONPATH python3 -c 'import importlib.util as u, pathlib as p
+s = u.find_spec("mjlab"); print(p.Path(s.origin).parent / "asset_zoo/robots" if s else "")')
+if [[ -z $ROBOTS ]]; then echo "mjlab is not importable with PYTHONPATH=$MJ_PYTHONPATH" >&2; exit 2; fi
+XML=$ROBOTS/unitree_$MODEL/xmls/$MODEL.xml
+work="mjlab-work:model_xml=$XML,keep_sensors=true"
+peer_clip=()
+if [[ $ROBOT == g1-tracking ]]; then
+  CLIP=$(realpath "$(find gym_graphreset -name g1_sway.npz | head -1)")
+  work="$work,motion_file=$CLIP"
+  peer_clip=(--peer-motion-file "$CLIP")
+else
+  work="$work,forward_before_obs=true"
+fi
+mkdir -p "$OUT"
+python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
+  --steps "$STEPS" --warmup "$WARMUP" --rounds "$ROUNDS" --variant "$work" \
+  --peer mjlab --peer-python python3 --peer-pythonpath "$MJ_PYTHONPATH" --peer-task "$PEER_TASK" "${peer_clip[@]}" \
+  --out "$OUT" 2>&1 | grep -v "^Module \|^Warp \|^   " | tee "$OUT/$ROBOT-rounds.log"
