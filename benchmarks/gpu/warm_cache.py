@@ -24,6 +24,7 @@ import hashlib
 import importlib.metadata
 import io
 import json
+import lzma
 import os
 import platform
 import shutil
@@ -131,6 +132,13 @@ def _skipped(name: str) -> bool:
     return name.endswith((".cu", ".cpp", ".lock", ".tmp")) or name.startswith("tmp")
 
 
+def _xz(data: bytes) -> bytes:
+    """``data`` compressed as .xz: by the ``xz`` tool on every core where there is one, else by Python's lzma."""
+    if shutil.which("xz"):
+        return subprocess.run(["xz", "-T0", "-6", "-c"], input=data, capture_output=True, check=True).stdout
+    return lzma.compress(data, preset=6)
+
+
 def pack(dirs: CacheDirs, out: Path, key: Mapping[str, str], part_bytes: int = PART_BYTES) -> list[Path]:
     """Both caches as one xz tar split into ``warmcache.partNN`` files of at most ``part_bytes``, and the manifest.
 
@@ -141,7 +149,7 @@ def pack(dirs: CacheDirs, out: Path, key: Mapping[str, str], part_bytes: int = P
         raise ValueError(f"`part_bytes` must be > 0, got {part_bytes}")
     buffer = io.BytesIO()
     counts: dict[str, int] = {}
-    with tarfile.open(fileobj=buffer, mode="w:xz", preset=6) as tar:
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, folder in dirs.items():
             counts[name] = 0
             if not folder.is_dir():
@@ -150,7 +158,7 @@ def pack(dirs: CacheDirs, out: Path, key: Mapping[str, str], part_bytes: int = P
                 if path.is_file() and not _skipped(path.name):
                     tar.add(path, arcname=f"{name}/{path.relative_to(folder)}", recursive=False)
                     counts[name] += 1
-    data = buffer.getvalue()
+    data = _xz(buffer.getvalue())
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("warmcache.part*"):
         old.unlink()

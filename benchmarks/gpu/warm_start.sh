@@ -4,27 +4,37 @@
 # From the repository root, with warp, mujoco-warp and gymnasium importable and mjlab on MJ_PYTHONPATH:
 #   OUT=/some/dir bash benchmarks/gpu/warm_start.sh
 # Writes under $OUT: pack/warmcache.part* and pack/warmcache.json (copy them to the next machine),
-# first-step.json (seconds to each task's first captured step from the staged pack) and warm_start.log.
+# and warm_start.log (with the seconds to each task's first captured step from the staged pack).
+# PHASE=build or PHASE=check runs one half.
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 DEADLINE_S=${DEADLINE_S:-330}   # compile time before packing
 NUM_ENVS=${NUM_ENVS:-4096}
 ROOT=${ROOT:-/opt/ggcache}      # where this machine's caches are built
+PHASE=${PHASE:-all}             # build, check or all
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
 export WARP_CACHE_PATH=$ROOT/warp TORCHINDUCTOR_CACHE_DIR=$ROOT/inductor
 mkdir -p "$OUT"
 LOG=$OUT/warm_start.log
-{
+build() {
   echo "[$(date +%T)] build: compile for up to $DEADLINE_S s, then pack"
   mj=()
   [[ -n $MJ_PYTHONPATH ]] && mj=(--mjlab-pythonpath "$MJ_PYTHONPATH")
   python3 benchmarks/gpu/warm_cache.py build --out "$OUT/pack" --num-envs "$NUM_ENVS" --deadline-s "$DEADLINE_S" "${mj[@]}"
   mv "$OUT/pack/warmcache-build.log" /tmp/warmcache-build.log 2>/dev/null
   grep -E "Error|error|Traceback" /tmp/warmcache-build.log | sort | uniq -c | sort -rn | head -20
+}
+check() {
   echo "[$(date +%T)] check: stage the pack into an empty root, first captured steps in new processes"
   rm -rf /tmp/ggverify
   python3 benchmarks/gpu/warm_cache.py stage "$OUT/pack" --root /tmp/ggverify && . /tmp/ggverify/env.sh &&
-    python3 benchmarks/gpu/warm_cache.py first-step --num-envs "$NUM_ENVS" --out "$OUT/first-step.json"
+    python3 benchmarks/gpu/warm_cache.py first-step --num-envs "$NUM_ENVS" --out /tmp/first-step.json && cat /tmp/first-step.json
   echo "[$(date +%T)] done"
-} 2>&1 | tee "$LOG"
+}
+case $PHASE in
+  build) build 2>&1 | tee -a "$LOG" ;;
+  check) check 2>&1 | tee -a "$LOG" ;;
+  all) { build; check; } 2>&1 | tee -a "$LOG" ;;
+  *) echo "PHASE must be build, check or all, got $PHASE" >&2; exit 2 ;;
+esac
