@@ -230,18 +230,20 @@ def stage(src: Path, dirs: CacheDirs, here: Mapping[str, str]) -> dict[str, int]
     return counts
 
 
-def _jobs(tasks: Sequence[str], num_envs: int, mjlab_python: str | None, mjlab_path: str | None) -> list[Job]:
-    """One prewarm per task, model variant and side: ours on its own MJCF and on mjlab's file, and mjlab."""
+def _jobs(
+    tasks: Sequence[str], num_envs: int, modes: str, mjlab_python: str | None, mjlab_path: str | None, peer: bool
+) -> list[Job]:
+    """One prewarm per task and model variant (ours on its own MJCF and on mjlab's file), and mjlab's if ``peer``."""
     jobs = []
     xml_dir = _mjlab_xmls(mjlab_python, mjlab_path) if mjlab_path else None
     clip = next(Path("gym_graphreset").rglob("g1_sway.npz"), None)
     bench = [sys.executable, "-m", "gym_graphreset", "bench", "--no-progress", "--num-envs", str(num_envs)]
-    bench += ["--steps", "2", "--warmup", "3", "--modes", "step graph,step graph+compile"]
+    bench += ["--steps", "2", "--warmup", "3", "--modes", modes]
     for label in tasks:
         env_id, peer_task = TASKS[label]
         robot = label.split("-")[0]
         out = ["--out", f"/tmp/warm_cache/{label}"]
-        jobs.append(Job(f"ours {label}", [*bench, "--env-id", env_id, *out]))
+        jobs.append(Job(f"ours {label} x{num_envs}", [*bench, "--env-id", env_id, *out]))
         if xml_dir is None:
             continue
         kwargs = f"model_xml={xml_dir}/unitree_{robot}/xmls/{robot}.xml,keep_sensors=true"
@@ -249,12 +251,15 @@ def _jobs(tasks: Sequence[str], num_envs: int, mjlab_python: str | None, mjlab_p
             kwargs += f",motion_file={clip.resolve()}" if clip else ""
         else:
             kwargs += ",forward_before_obs=true"
-        jobs.append(Job(f"ours {label} mjlab-work", [*bench, "--env-id", env_id, "--variant", f"w:{kwargs}", *out]))
+        variant = ["--variant", f"w:{kwargs}"]
+        jobs.append(Job(f"ours {label} mjlab-work x{num_envs}", [*bench, "--env-id", env_id, *variant, *out]))
+        if not peer:
+            continue
         runner = ["gym_graphreset/bench/peers/mjlab_runner.py", "--num-envs", str(num_envs), "--steps", "2"]
         runner += ["--warmup", "2", "--device", "cuda:0", "--task", peer_task]
         if label == "g1-tracking" and clip:
             runner += ["--motion-file", str(clip.resolve())]
-        jobs.append(Job(f"mjlab {label}", [mjlab_python or "python3", *runner], {"PYTHONPATH": mjlab_path}))
+        jobs.append(Job(f"mjlab {label} x{num_envs}", [mjlab_python or "python3", *runner], {"PYTHONPATH": mjlab_path}))
     return jobs
 
 
@@ -330,8 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     build = sub.add_parser("build", help="compile the shipped tasks' kernels and steps, then pack both caches")
     build.add_argument("--out", type=Path, required=True, help="folder for the parts and the manifest")
     build.add_argument("--tasks", default=",".join(TASKS), help=f"comma-separated, of {list(TASKS)}")
-    build.add_argument("--num-envs", type=int, default=4096, help="the size compiled for (Inductor's step is per size)")
-    build.add_argument("--deadline-s", type=float, default=420.0, help="prewarm time before packing (default: 420)")
+    build.add_argument(
+        "--prewarm-envs", type=int, default=64, help="envs of the first wave: warp's kernels, any size (default: 64)"
+    )
+    build.add_argument(
+        "--num-envs", type=int, default=4096, help="envs of the second wave: Inductor's step, per size (0: none)"
+    )
+    build.add_argument("--deadline-s", type=float, default=540.0, help="both waves' time before packing (default: 540)")
     build.add_argument("--mjlab-pythonpath", default=None, help="PYTHONPATH with mjlab: prewarm its side too")
     build.add_argument("--mjlab-python", default="python3", help="the interpreter mjlab runs in (default: python3)")
     build.add_argument("--no-prewarm", action="store_true", help="pack the caches as they are")
@@ -397,10 +407,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown --tasks {unknown}; choose from {list(TASKS)}")
     if not args.no_prewarm:
-        jobs = _jobs(args.tasks.split(","), args.num_envs, args.mjlab_python, args.mjlab_pythonpath)
-        print(f"prewarming {len(jobs)} jobs for up to {args.deadline_s:.0f} s into {dirs}", flush=True)
-        for label, outcome in _run_jobs(jobs, dirs, args.deadline_s, args.out / "warmcache-build.log").items():
-            print(f"  {label}: {outcome}", flush=True)
+        # wave 1: every side's kernels at a small size (warp's kernels do not depend on the number of worlds);
+        # wave 2: our compiled step at the size it will run (Inductor compiles one graph per shape)
+        tasks, start = args.tasks.split(","), time.monotonic()
+        waves = [
+            (_jobs(tasks, args.prewarm_envs, "step graph", args.mjlab_python, args.mjlab_pythonpath, True), "1"),
+            (_jobs(tasks, args.num_envs, "step graph+compile", args.mjlab_python, args.mjlab_pythonpath, False), "2"),
+        ]
+        for jobs, wave in waves if args.num_envs > 0 else waves[:1]:
+            left = args.deadline_s - (time.monotonic() - start)
+            if left < 30:
+                print(f"wave {wave}: skipped, {left:.0f} s left of the deadline", flush=True)
+                continue
+            print(f"wave {wave}: {len(jobs)} jobs for up to {left:.0f} s into {dirs}", flush=True)
+            for label, outcome in _run_jobs(jobs, dirs, left, args.out / f"warmcache-build-{wave}.log").items():
+                print(f"  {label}: {outcome}", flush=True)
     written = pack(dirs, args.out, machine_key())
     manifest = json.loads((args.out / MANIFEST).read_text())
     print(f"packed {manifest['files']} files into {len(written) - 1} part(s), {manifest['bytes'] / 2**20:.1f} MiB")

@@ -9,8 +9,9 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
-DEADLINE_S=${DEADLINE_S:-330}   # compile time before packing
-NUM_ENVS=${NUM_ENVS:-4096}
+DEADLINE_S=${DEADLINE_S:-420}   # compile time before packing
+NUM_ENVS=${NUM_ENVS:-4096}      # the size Inductor compiles our step for
+SEED_PACK=${SEED_PACK:-}        # an earlier pack to start from: the new pack holds both
 ROOT=${ROOT:-/opt/ggcache}      # where this machine's caches are built
 PHASE=${PHASE:-all}             # build, check or all
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 MUJOCO_GL=disable IMAGEIO_FFMPEG_EXE=/bin/true
@@ -18,11 +19,12 @@ export WARP_CACHE_PATH=$ROOT/warp TORCHINDUCTOR_CACHE_DIR=$ROOT/inductor
 mkdir -p "$OUT"
 LOG=$OUT/warm_start.log
 build() {
+  if [[ -n $SEED_PACK ]]; then python3 benchmarks/gpu/warm_cache.py stage "$SEED_PACK" --root "$ROOT" || return; fi
   echo "[$(date +%T)] build: compile for up to $DEADLINE_S s, then pack"
   mj=()
   [[ -n $MJ_PYTHONPATH ]] && mj=(--mjlab-pythonpath "$MJ_PYTHONPATH")
   python3 benchmarks/gpu/warm_cache.py build --out "$OUT/pack" --num-envs "$NUM_ENVS" --deadline-s "$DEADLINE_S" "${mj[@]}"
-  mv "$OUT/pack/warmcache-build.log" /tmp/warmcache-build.log 2>/dev/null
+  cat "$OUT"/pack/warmcache-build-*.log > /tmp/warmcache-build.log 2>/dev/null && rm -f "$OUT"/pack/warmcache-build-*.log
   grep -E "Error|error|Traceback" /tmp/warmcache-build.log | sort | uniq -c | sort -rn | head -20
 }
 check() {
