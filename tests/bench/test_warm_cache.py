@@ -124,3 +124,13 @@ def test_stage_exits_with_status_2_and_a_message(
     wc.pack(caches, tmp_path / "pack", {**KEY, "arch": "sm_00"})
     assert wc.main(["stage", str(tmp_path / "pack"), "--root", str(tmp_path / "fresh")]) == 2
     assert "arch: pack 'sm_00', this machine" in capsys.readouterr().err
+
+
+def test_build_jobs_cover_every_task_at_the_size_asked(wc: ModuleType) -> None:
+    """Without mjlab, one prewarm per task on our own model, each at the size and in the mode asked for."""
+    jobs = wc._jobs(list(wc.TASKS), 64, "step graph", None, None, True)
+    assert [j.label for j in jobs] == [f"ours {t} x64" for t in wc.TASKS]
+    for job, (env_id, _) in zip(jobs, wc.TASKS.values(), strict=True):
+        argv = job.argv
+        assert argv[argv.index("--env-id") + 1] == env_id
+        assert argv[argv.index("--num-envs") + 1] == "64" and argv[argv.index("--modes") + 1] == "step graph"
