@@ -27,6 +27,7 @@ from gym_graphreset.tasks.terrain import (
     TerrainGeneratorCfg,
     WaveTerrainCfg,
     add_terrain,
+    check_model_terrain,
     generate_terrain,
 )
 
@@ -130,6 +131,52 @@ def test_add_terrain_replaces_the_floor_and_retargets_sensors() -> None:
     assert m.nhfield == 1
     body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "terrain")
     assert m.sensor_reftype[0] == mujoco.mjtObj.mjOBJ_BODY and m.sensor_refid[0] == body
+
+
+def test_add_terrain_refuses_a_floor_the_model_does_not_have() -> None:
+    """``floor=`` naming no world geom is refused (the plane would stay over the terrain); ``None`` adds it alone."""
+    robot = """<mujoco><worldbody><geom name="ground" type="plane" size="0 0 1"/>
+      <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+    terrain = generate_terrain(replace(SMALL, num_rows=2))
+    with pytest.raises(ValueError, match=r"`floor` 'floor' is no geom.*'ground'"):
+        add_terrain(robot, terrain)
+    m = mujoco.MjModel.from_xml_string(add_terrain(robot, terrain, floor=None))
+    assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "ground") >= 0 and m.nhfield == 1
+
+
+ROBOT = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>
+  <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"num_rows": 3}, "num_rows"), ({"seed": 8}, "seed"), ({"size": (4.0, 4.4)}, "size")],
+)
+@pytest.mark.parametrize("how", ["add_terrain", "to_mjcf"])
+def test_a_terrain_other_than_the_models_is_refused_naming_the_field(change: dict, field: str, how: str) -> None:
+    """The model keeps its generator config: another one is refused naming the field; the same one passes."""
+    small = replace(SMALL, num_rows=2)
+    built = generate_terrain(small)
+    xml = add_terrain(ROBOT, built) if how == "add_terrain" else built.to_mjcf()
+    m = mujoco.MjModel.from_xml_string(xml)
+    check_model_terrain(m, built, "TerrainCfg")
+    with pytest.raises(ValueError, match=rf"TerrainCfg: `generator.{field}`"):
+        check_model_terrain(m, generate_terrain(replace(small, **change)), "TerrainCfg")
+
+
+@pytest.mark.parametrize("change", [{"num_rows": 3}, {"seed": 8}, {"horizontal_scale": 0.05}])
+def test_a_terrain_other_than_the_models_is_refused_without_the_kept_config(change: dict) -> None:
+    """A model without the kept config (edited by hand) is compared by its heightfield and boxes."""
+    import re
+
+    small = replace(SMALL, num_rows=2)
+    xml = re.sub(r"<custom>.*?</custom>", "", add_terrain(ROBOT, generate_terrain(small)), flags=re.S)
+    m = mujoco.MjModel.from_xml_string(xml)
+    check_model_terrain(m, generate_terrain(small), "TerrainCfg")
+    with pytest.raises(ValueError, match="the model's terrain is not the one `generator` makes"):
+        check_model_terrain(m, generate_terrain(replace(small, **change)), "TerrainCfg")
+    with pytest.raises(ValueError, match="the model holds no terrain"):
+        check_model_terrain(mujoco.MjModel.from_xml_string(ROBOT), generate_terrain(small), "TerrainCfg")
 
 
 def test_waves_follow_mjlabs_formula() -> None:
@@ -324,3 +371,12 @@ def test_curriculum_makes_no_host_read() -> None:
     rows = torch.tensor([True, False, True, False])
     terrain_levels_vel(env, rows)  # warm
     assert_no_host_reads(lambda: terrain_levels_vel(env, rows))
+
+
+@pytest.mark.parametrize(("change", "field"), [({"num_rows": 6}, "num_rows"), ({"seed": 3}, "seed")])
+def test_env_refuses_a_terrain_cfg_other_than_the_models(change: dict, field: str) -> None:
+    """A ``TerrainCfg`` with more rows or another seed than the model's terrain is refused when the env is built."""
+    cfg = curriculum_env(2).cfg
+    other = replace(cfg, sensors={"terrain": TerrainCfg(replace(CURRICULUM_GRID, **change), max_init_level=1)})
+    with pytest.raises(ValueError, match=rf"`generator.{field}`"):
+        ManagerBasedEnv(other, 2, device="cpu")
