@@ -39,7 +39,6 @@ from gym_graphreset.tasks._terrain_util import (
     _fail,
     _finite,
     _frame,
-    _proportional_counts,
 )
 from gym_graphreset.tasks.sub_terrains import FlatTerrainCfg as FlatTerrainCfg
 from gym_graphreset.tasks.sub_terrains import PyramidSlopeTerrainCfg as PyramidSlopeTerrainCfg
@@ -71,6 +70,11 @@ HFIELD_NAME = "terrain_hfield"
 GENERATOR_TEXT = "terrain_generator"
 """The MJCF custom text holding the generator config a terrain was built from (field by field, JSON)."""
 
+
+_LEVEL_STREAM = 0x7E7A
+"""The counter-RNG stream of the initial terrain levels."""
+_GOLDEN = (5**0.5 - 1) / 2
+"""The golden ratio's fractional part: a low-discrepancy sequence spreads the types by proportion."""
 
 _MAX_SAMPLES = 2**26
 """The most height samples a generated terrain may have (about 67M: 256 MB of float32 heights)."""
@@ -262,21 +266,35 @@ class Terrain:
         return asset, "\n".join(lines)
 
     def env_origins(
-        self, num_envs: int, max_init_level: int | None = None, seed: int | None = None
+        self, num_envs: int, max_init_level: int | None = None, seed: int | None = None, *, first_env: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Initial ``(levels, types, origins)`` of ``num_envs`` envs: types by proportion, levels uniform.
+        """Initial ``(levels, types, origins)`` of the envs of global indices ``first_env .. + num_envs - 1``.
 
-        Types: each column gets ``round(proportion share * num_envs)`` consecutive envs (every column at least
-        one when ``num_envs >= num_cols``); levels: uniform in ``[0, max_init_level]`` from ``seed`` (the
-        generator's seed by default). Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64, ``(n, 3)`` float32.
+        Each env's level and type are a function of its global index alone (and ``seed``), so ranks that
+        split one population (``global_env_offset``) place their envs as one process placing them all does.
+        Types: envs ``0 .. num_cols - 1`` take one column each, the next ones follow the proportions (a
+        golden-ratio sequence over the cumulative shares: every prefix of the population is within a few
+        envs of them). Levels: uniform in ``[0, max_init_level]``, a counter-based draw keyed by ``seed``
+        (the generator's by default) and the index. Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64,
+        ``(n, 3)`` float32.
         """
+        from gym_graphreset.core.rng import counter_uniform
+
         _check_int("Terrain.env_origins", "num_envs", num_envs, 1)
         _check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
         _check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
+        _check_int("Terrain.env_origins", "first_env", first_env, 0)
         top = self.cfg.num_rows - 1 if max_init_level is None else min(max_init_level, self.cfg.num_rows - 1)
-        rng = np.random.default_rng(self.cfg.seed if seed is None else seed)
-        levels = rng.integers(0, top + 1, size=num_envs)
-        types = np.repeat(np.arange(self.cfg.num_cols), _proportional_counts(num_envs, self._proportions()))
+        ids = torch.arange(first_env, first_env + num_envs, dtype=torch.int64)
+        key = torch.tensor(self.cfg.seed if seed is None else seed, dtype=torch.int64)
+        u = counter_uniform(key, ids, torch.zeros_like(ids), 1, stream=_LEVEL_STREAM, dtype=torch.float64)[:, 0]
+        levels = (u * (top + 1)).long().clamp(max=top).numpy()
+        cols = self.cfg.num_cols
+        rest = ids.numpy() - cols + 1
+        share = np.mod(rest.astype(np.float64) * _GOLDEN, 1.0)
+        cum = np.cumsum(self._proportions())
+        by_share = np.minimum(np.searchsorted(cum, share, side="right"), cols - 1)
+        types = np.where(ids.numpy() < cols, ids.numpy(), by_share).astype(np.int64)
         origins = self.origins[levels, types].astype(np.float32)
         return torch.from_numpy(levels), torch.from_numpy(types), torch.from_numpy(origins)
 
@@ -497,4 +515,5 @@ class TerrainCfg:
         """The terrain state of ``env``'s rows; refused when ``env``'s model holds another terrain."""
         terrain = generate_terrain(self.generator)
         check_model_terrain(env.mjm, terrain, "TerrainCfg")
-        return TerrainState(terrain, env.num_envs, env.device, self.max_init_level)
+        first = int(env.keys.env_ids[0].item()) if env.num_envs else 0  # the global env offset (construction)
+        return TerrainState(terrain, env.num_envs, env.device, self.max_init_level, first_env=first)

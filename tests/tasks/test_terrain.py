@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -253,8 +254,10 @@ def test_env_origins_by_proportion_and_level() -> None:
     """Envs spread over the columns by proportion (each column at least one), levels within max_init_level."""
     t = generate_terrain(replace(SMALL, sub_terrains={"a": FlatTerrainCfg(proportion=3.0), "b": FlatTerrainCfg()}))
     levels, types, origins = t.env_origins(8, max_init_level=2)
-    assert types.tolist() == [0] * 6 + [1] * 2
+    assert types[:2].tolist() == [0, 1] and types.bincount().tolist() in ([6, 2], [5, 3], [7, 1])
     assert int(levels.max()) <= 2
+    _, many, _ = t.env_origins(4000)
+    assert abs(int(many.bincount()[0]) - 3000) < 20  # every prefix within a few envs of the proportions
     assert torch.allclose(origins, torch.tensor(t.origins[levels.numpy(), types.numpy()], dtype=torch.float32))
 
 
@@ -306,7 +309,7 @@ CURRICULUM_GRID = TerrainGeneratorCfg(
 EPISODE_S = 2.0
 
 
-def curriculum_env(n: int) -> ManagerBasedEnv:
+def curriculum_env(n: int, **kwargs: Any) -> ManagerBasedEnv:
     cfg = TaskCfg(
         model=add_terrain(FLOATER, generate_terrain(CURRICULUM_GRID)),
         decimation=1,
@@ -324,7 +327,7 @@ def curriculum_env(n: int) -> ManagerBasedEnv:
         base_body="base",
         init_base_height=0.5,
     )
-    return ManagerBasedEnv(cfg, n, device="cpu")
+    return ManagerBasedEnv(cfg, n, device="cpu", **kwargs)
 
 
 def test_curriculum_moves_levels_by_mjlabs_rule_on_the_reset_rows() -> None:
@@ -380,3 +383,21 @@ def test_env_refuses_a_terrain_cfg_other_than_the_models(change: dict, field: st
     other = replace(cfg, sensors={"terrain": TerrainCfg(replace(CURRICULUM_GRID, **change), max_init_level=1)})
     with pytest.raises(ValueError, match=rf"`generator.{field}`"):
         ManagerBasedEnv(other, 2, device="cpu")
+
+
+def test_env_origins_are_a_function_of_the_global_env_index() -> None:
+    """Envs 4..7 of one population start on the same cells whether one process or a second rank holds them."""
+    t = generate_terrain(SMALL)
+    whole = t.env_origins(8, max_init_level=3)
+    share = t.env_origins(4, max_init_level=3, first_env=4)
+    for a, b in zip(whole, share, strict=True):
+        assert torch.equal(a[4:], b)
+    assert len(set(whole[0].tolist())) > 1  # levels are drawn, not all equal
+
+
+def test_terrain_levels_and_types_follow_the_global_env_offset() -> None:
+    """Under torchrun a rank's rows (``global_env_offset``) start where one process's rows of those ids do."""
+    one = curriculum_env(8).sensors["terrain"]
+    rank1 = curriculum_env(4, global_env_offset=4).sensors["terrain"]
+    assert torch.equal(rank1.levels, one.levels[4:]) and torch.equal(rank1.types, one.types[4:])
+    assert not torch.equal(rank1.levels, one.levels[:4]) or not torch.equal(rank1.types, one.types[:4])
