@@ -401,3 +401,18 @@ def test_terrain_levels_and_types_follow_the_global_env_offset() -> None:
     rank1 = curriculum_env(4, global_env_offset=4).sensors["terrain"]
     assert torch.equal(rank1.levels, one.levels[4:]) and torch.equal(rank1.types, one.types[4:])
     assert not torch.equal(rank1.levels, one.levels[:4]) or not torch.equal(rank1.types, one.types[:4])
+
+
+def test_curriculum_measures_the_walk_against_the_envs_own_horizon() -> None:
+    """With ``max_episode_steps`` of 0.5 s (not ``episode_length_s`` = 2 s), 0.4 m at 1 m/s is enough to stay."""
+    env = curriculum_env(2, max_episode_steps=100)  # 100 steps x 5 ms
+    state = env.sensors["terrain"]
+    env.step(torch.zeros(2, 1))
+    state.levels.copy_(torch.tensor([1, 1]))
+    state.move(torch.zeros(2, dtype=torch.bool), *(torch.zeros(2, dtype=torch.bool),) * 2, torch.zeros(2))
+    qpos, qvel = env.state()
+    qpos[:, 0:2] = state.origins[:, 0:2] + torch.tensor([[0.4, 0.0], [0.1, 0.0]])
+    env.set_state(qpos, qvel)
+    env.commands["twist"].command.copy_(torch.tensor([[1.0, 0, 0], [1.0, 0, 0]]))
+    env.reset(options={"reset_mask": torch.tensor([True, True])})
+    assert state.levels.tolist() == [1, 0]  # half of 0.5 s at 1 m/s is 0.25 m: 0.4 m stays, 0.1 m goes down

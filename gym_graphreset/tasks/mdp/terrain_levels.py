@@ -41,9 +41,11 @@ def terrain_levels_vel(
     """The terrain curriculum (mjlab's rule) at a reset, on ``rows``: up a level past half a cell walked.
 
     ``distance = |base xy - cell origin xy|`` at the end of the episode; up if ``distance > size_x / 2``, else
-    down if ``distance < |command xy| * episode_length_s / 2``. A level past the last row is redrawn
-    uniformly (a counter-based draw keyed by the ending episode), a level below 0 stays 0. Levels do not
-    move at the first reset (before any env step). Everything is masked on the device: no host read.
+    down if ``distance < |command xy| * horizon / 2``, the horizon being the env's episode length in seconds
+    (``max_episode_steps * step_dt``: ``episode_length_s`` unless the env was given another
+    ``max_episode_steps``). A level past the last row is redrawn uniformly (a counter-based draw keyed by the
+    ending episode), a level below 0 stays 0. Levels do not move at the first reset (before any env step).
+    Everything is masked on the device: no host read.
 
     Returns:
         ``(n,)`` float, every env's level after the move (kept in ``env.curriculum_manager.values``).
@@ -53,7 +55,8 @@ def terrain_levels_vel(
     command = env.commands[command_name].command
     started = env.common_step > 0
     up = (distance > 0.5 * state.terrain.cfg.size[0]) & started
-    wanted = torch.linalg.vector_norm(command[:, 0:2], dim=1) * env.cfg.episode_length_s * 0.5
+    horizon_s = env.max_episode_steps * env.step_dt  # the env's own horizon (``max_episode_steps`` may differ)
+    wanted = torch.linalg.vector_norm(command[:, 0:2], dim=1) * horizon_s * 0.5
     down = (distance < wanted) & ~up & started
     stream = env.constant(
         ("terrain_levels_stream", terrain_name), lambda: env.streams(f"terrain_levels.{terrain_name}")
