@@ -207,9 +207,13 @@ class MotionCommand:
         return ((self.time_steps * self.bin_count) // max(self.clip.num_frames, 1)).clamp(0, self.bin_count - 1)
 
     def start(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """Count the failed episodes of ``rows``, draw their start frames (masked writes); the frames, ``(n,)``."""
+        """Count the failed episodes of ``rows``, draw their start frames (masked writes); the frames, ``(n,)``.
+
+        An episode counts once: a row reset again before its next step (its ``elapsed`` is 0, the termination
+        flags still those of the episode already counted) adds no failure.
+        """
         tm = self.env.termination_manager
-        failed = rows & (tm.flags & ~tm.time_out).any(dim=1)
+        failed = rows & (self.env.elapsed > 0) & (tm.flags & ~tm.time_out).any(dim=1)
         self.current_bin_failed.index_add_(0, self.current_bins(), failed.to(self.current_bin_failed.dtype))
         frames, mode = self.clip.num_frames, self.cfg.sampling_mode
         if mode == "adaptive":
