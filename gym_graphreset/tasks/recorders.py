@@ -166,17 +166,42 @@ class RecorderManager:
         """Write finished episode number ``episode`` (of :meth:`episodes`) as an mjlab motion ``.npz``.
 
         Arrays: ``fps`` ``(1,)`` and :data:`MOTION_FIELDS`, frames first (needs recorders of those names,
-        e.g. :func:`~gym_graphreset.tasks.mdp.recorders.motion_recorders`). Returns the episode written.
+        e.g. :func:`~gym_graphreset.tasks.mdp.recorders.motion_recorders`). Joints and bodies are written in
+        the model's order, as a clip holds them, whatever order the recorders name them in (the body
+        recorders must name theirs: ``body_names``). Returns the episode written (as recorded).
         """
         self._fields(MOTION_FIELDS)
         episodes = self.episodes()
         if not (isinstance(episode, int) and 0 <= episode < len(episodes)):
             raise ValueError(f"`episode` must be an int in [0, {len(episodes)}) (finished episodes), got {episode!r}")
         chosen = episodes[episode]
-        arrays: dict[str, Any] = {k: chosen.fields[k].astype(np.float32) for k in MOTION_FIELDS}
+        arrays: dict[str, Any] = {
+            k: chosen.fields[k][:, self._model_order(k)].astype(np.float32) for k in MOTION_FIELDS
+        }
         arrays["fps"] = np.array([1.0 / self.env.step_dt])
         np.savez(path, **arrays)
         return chosen
+
+    def _model_order(self, field: str) -> np.ndarray:
+        """The permutation putting recorder ``field``'s joints or bodies (its axis 1) in the model's order."""
+        import mujoco
+
+        env, params = self.env, self.env.cfg.recorders[field].params
+        if field.startswith("joint_"):
+            joints = params.get("joint_names")
+            if joints is None:  # the action joints, in action order
+                keys = env.joint_qpos_ids.tolist()
+            else:
+                keys = [env._id(mujoco.mjtObj.mjOBJ_JOINT, j, f"recorders[{field!r}]") for j in joints]
+        else:
+            bodies = params.get("body_names")
+            if not isinstance(bodies, (tuple, list)):
+                raise ValueError(
+                    f"export_motion: recorders[{field!r}] must name the bodies it records (param `body_names`, "
+                    "as mdp.motion_recorders does), so that the clip holds them in the model's order"
+                )
+            keys = [env.body_id(b) for b in bodies]
+        return np.argsort(np.asarray(keys), kind="stable")
 
     def _fields(self, fields: tuple[str, ...] | None) -> tuple[str, ...]:
         if fields is None:

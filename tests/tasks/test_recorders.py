@@ -178,3 +178,21 @@ def test_recording_steps_make_no_host_read() -> None:
     actions = [2.0 * a for a in _actions(20, 6)]
     assert_no_host_reads(lambda: [env.step(a) for a in actions])
     assert made[0].recorder_manager.ends.any()
+
+
+def test_export_motion_writes_joints_and_bodies_in_model_order(tmp_path: Path) -> None:
+    """Recorders naming bodies and joints in another order export a clip in the model's order (a clip's)."""
+    recorders = mdp.motion_recorders(BODIES[::-1], joint_names=("right_hip", "left_hip"))
+    cfg = replace(user_task(), recorders=recorders, refresh="com")
+    env = ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=0)
+    for a in _actions(3, 2):
+        env.step(a)
+    env.reset(options={"reset_mask": torch.tensor([True, False])})
+    path = tmp_path / "clip.npz"
+    recorded = env.recorder_manager.export_motion(path)
+    clip = np.load(path)
+    for key in MOTION_FIELDS:  # both recorded reversed: the model's order is the reverse
+        np.testing.assert_array_equal(clip[key], recorded.fields[key][:, ::-1], err_msg=key)
+    assert clip["body_pos_w"][0, 0, 2] == pytest.approx(0.35, abs=0.05)  # body 0: the base at its spawn height
+    env.close()
