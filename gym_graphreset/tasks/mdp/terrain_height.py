@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.tasks.binding import reads_sensors
-from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group
+from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group, check_refresh
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -97,6 +97,7 @@ class TerrainHeightSensor(RayBuffers):
 
         self.cfg, self.env, self.cast = cfg, env, cfg.cast
         n, dev, wdev = env.num_envs, env.device, env.wp_device
+        check_refresh(env, "TerrainHeightSensorCfg")
         check_geom_group(env, cfg.geom_group, "TerrainHeightSensorCfg")
         try:
             self.site_ids = env.site_ids(cfg.sites)
