@@ -274,6 +274,7 @@ from gym_graphreset.tasks import (  # noqa: E402
     ObsGroup,
     ObsTerm,
     TaskCfg,
+    TerminationTerm,
     mdp,
 )
 from gym_graphreset.tasks.mdp.terrain_levels import (  # noqa: E402
@@ -416,3 +417,15 @@ def test_curriculum_measures_the_walk_against_the_envs_own_horizon() -> None:
     env.commands["twist"].command.copy_(torch.tensor([[1.0, 0, 0], [1.0, 0, 0]]))
     env.reset(options={"reset_mask": torch.tensor([True, True])})
     assert state.levels.tolist() == [1, 0]  # half of 0.5 s at 1 m/s is 0.25 m: 0.4 m stays, 0.1 m goes down
+
+
+def test_an_unknown_terrain_name_is_refused_when_the_env_is_built() -> None:
+    """A term naming a terrain the task does not have fails at construction naming the term, not at a step."""
+    cfg = curriculum_env(2).cfg
+    bounds = TerminationTerm(mdp.out_of_terrain_bounds, {"terrain_name": "ground"}, time_out=True)
+    with pytest.raises(ValueError, match=r"terminations\['bounds'\]: 'out_of_terrain_bounds' param `terrain_name`"):
+        ManagerBasedEnv(cfg.with_term("terminations", "bounds", bounds), 2, device="cpu")
+    no_terrain = replace(cfg, sensors={})  # terrain_name left at its default, "terrain"
+    message = r"events\['on_cell'\]: 'reset_to_terrain_origin' param `terrain_name`: the task has no sensor 'terrain'"
+    with pytest.raises(ValueError, match=message):
+        ManagerBasedEnv(no_terrain, 2, device="cpu")

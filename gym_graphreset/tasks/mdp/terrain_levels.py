@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.core.rng import counter_uniform
+from gym_graphreset.tasks.binding import reads_sensors
 from gym_graphreset.tasks.terrain_state import TerrainState
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ def terrain_state(env: ManagerBasedEnv, terrain_name: str = "terrain") -> Terrai
     return state
 
 
+@reads_sensors(terrain_name=TerrainState)
 def terrain_levels_vel(
     env: ManagerBasedEnv, rows: torch.Tensor, command_name: str = "twist", terrain_name: str = "terrain"
 ) -> torch.Tensor:
@@ -66,6 +68,7 @@ def terrain_levels_vel(
     return state.levels.to(torch.float32)
 
 
+@reads_sensors(terrain_name=TerrainState)
 def reset_to_terrain_origin(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, terrain_name: str = "terrain"
 ) -> None:
@@ -74,6 +77,7 @@ def reset_to_terrain_origin(
     env.initial_state.qpos[:, 0:3] += state.origins
 
 
+@reads_sensors(terrain_name=TerrainState)
 def terrain_level(env: ManagerBasedEnv, terrain_name: str = "terrain") -> torch.Tensor:
     """Each env's terrain level, ``(n,)`` float (a metric: its episode mean is the level)."""
     return terrain_state(env, terrain_name).levels.to(torch.float32)

@@ -171,6 +171,15 @@ def test_bad_configs_are_refused(tmp_path: Path) -> None:
         G1TrackingFlatEnv(1, device="cpu", motion_file=G1_CLIP, cfg=cfg)
 
 
+def test_an_untracked_body_of_a_term_is_refused_when_the_env_is_built() -> None:
+    """``bad_motion_body_pos_z_only`` naming a body the command does not track fails at construction, by term."""
+    cfg = g1_tracking_flat_cfg()
+    params = {**cfg.terminations["ee_body_pos"].params, "body_names": ("left_ankle_roll_link", "head")}
+    cfg = cfg.replace_term("terminations", "ee_body_pos", params=params)
+    with pytest.raises(ValueError, match=re.escape("terminations['ee_body_pos']: 'bad_motion_body_pos_z_only': param")):
+        G1TrackingFlatEnv(1, device="cpu", cfg=cfg)
+
+
 def test_ppo_example_trains_on_tracking(tmp_path: Path) -> None:
     """The PPO example runs a few updates on the tracking task and logs its first reward term."""
     from tests.conftest import load_example
