@@ -69,6 +69,10 @@ class SubTerrainCfg:
         """Why this sub-terrain cannot be laid on a cell of ``size`` [m] sampled every ``horizontal_scale`` [m]."""
         return None
 
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """At most how many boxes one cell of ``size`` gets, and the field that sets the count."""
+        return 0, ""
+
 
 def _platform_problem(platform_width: float, size: tuple[float, float]) -> str | None:
     """A central platform wider than the cell leaves nothing of the terrain (narrower ones shrink it)."""
@@ -214,6 +218,10 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
         """The platform must fit the cell."""
         return _platform_problem(self.platform_width, size)
 
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """One box per step (four per ring inverted), and the platform's."""
+        return (4 if self.inverted else 1) * (self.num_steps(size) + 1), "step_width"
+
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.step_height_range[0] + difficulty * (self.step_height_range[1] - self.step_height_range[0])
         n, w, bw = self.num_steps(size), self.step_width, self.border_width
@@ -278,6 +286,10 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell."""
         return _platform_problem(self.platform_width, size)
+
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """``num_boxes`` per cell."""
+        return self.num_boxes, "num_boxes"
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.box_height_range[0] + difficulty * (self.box_height_range[1] - self.box_height_range[0])

@@ -76,6 +76,10 @@ _LEVEL_STREAM = 0x7E7A
 _GOLDEN = (5**0.5 - 1) / 2
 """The golden ratio's fractional part: a low-discrepancy sequence spreads the types by proportion."""
 
+_MAX_BOXES = 20_000
+"""The most box geoms one sub-terrain column may have (each is a geom of the model, every ray and contact test
+walks them): mjlab's rough set has 660 in all."""
+
 _MAX_SAMPLES = 2**26
 """The most height samples a generated terrain may have (about 67M: 256 MB of float32 heights)."""
 
@@ -146,6 +150,14 @@ class TerrainGeneratorCfg:
         if (samples := self.num_rows * self.num_cols * per_cell) > _MAX_SAMPLES:
             text = f"a grid of at most {_MAX_SAMPLES:,} height samples over every cell (this one: {samples:,.0f})"
             _fail(where, "size", text, self.size)
+        for name, sub in subs.items():  # counted, not generated
+            count, field_name = sub.max_boxes((self.size[0], self.size[1]))
+            if (boxes := self.num_rows * count) > _MAX_BOXES:
+                raise ValueError(
+                    f"{where}: sub_terrains[{name!r}] gives {count:,} boxes per cell, {boxes:,} over its "
+                    f"{self.num_rows} rows; at most {_MAX_BOXES:,} terrain boxes are accepted (set by its "
+                    f"`{field_name}`)"
+                )
 
     @property
     def num_cols(self) -> int:

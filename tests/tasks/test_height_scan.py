@@ -299,7 +299,8 @@ def test_foot_clearance_matches_mujoco_mj_ray_on_generated_terrain() -> None:
         ({"sites": ()}, "`sites` must be a non-empty tuple of site names, got ()"),
         ({"radius": -0.1}, "`radius` must be a finite number >= 0, got -0.1"),
         ({"radius": float("inf")}, "`radius` must be a finite number >= 0, got inf"),
-        ({"num_samples": 2.5}, "`num_samples` must be an int >= 0, got 2.5"),
+        ({"num_samples": 2.5}, "`num_samples` must be an int in [0, 1024], got 2.5"),
+        ({"num_samples": 10**7}, "`num_samples` must be an int in [0, 1024], got 10000000"),  # not allocated
         ({"max_distance": 0.0}, "`max_distance` must be a finite number > 0, got 0.0"),
         ({"geom_group": 6}, "`geom_group` must be None or an int in [0, 5], got 6"),
         ({"reduction": "median"}, "`reduction` must be 'min', 'max' or 'mean', got 'median'"),

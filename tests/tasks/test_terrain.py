@@ -50,6 +50,9 @@ SMALL = TerrainGeneratorCfg(
 )
 
 
+TINY_STEPS = PyramidStairsTerrainCfg(step_width=1e-4, border_width=0.0)
+
+
 def ray_down(m: mujoco.MjModel, d: mujoco.MjData, x: float, y: float, top: float = 10.0) -> float:
     """The surface height at (x, y) by MuJoCo's own ray cast."""
     dist = mujoco.mj_ray(m, d, np.array([x, y, top]), np.array([0.0, 0.0, -1.0]), None, 1, -1, np.zeros(1, np.int32))
@@ -239,6 +242,8 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: replace(SMALL, sub_terrains={"s": PyramidStairsTerrainCfg(platform_width=50.0)}), "platform_width"),
         (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(platform_width=50.0)}), "platform_width"),
         (lambda: replace(SMALL, size=(1e5, 1e5)), "size"),  # 7 TiB of heights: refused before allocating
+        (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(num_boxes=10**6)}), "num_boxes"),
+        (lambda: replace(SMALL, sub_terrains={"s": TINY_STEPS}), "step_width"),  # 20,000 steps per cell
         (lambda: generate_terrain(SMALL).env_origins(0), "num_envs"),
         (lambda: generate_terrain(SMALL).env_origins(4, max_init_level=-1), "max_init_level"),
         (lambda: generate_terrain(SMALL).env_origins(4, seed="a"), "seed"),  # type: ignore[arg-type]

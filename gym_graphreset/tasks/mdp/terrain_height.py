@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TerrainHeightSensor", "TerrainHeightSensorCfg", "ring_pattern", "terrain_height"]
 
+_MAX_RING_SAMPLES = 1024
+"""The most rays of one site's ring (mjlab's feet use 4 to 6): more would allocate and cast per site for nothing."""
+
 
 def ring_pattern(radius: float, num_samples: int) -> torch.Tensor:
     """Ring rays as mjlab's ``RingPatternCfg.single_ring``: the centre, then ``num_samples`` around, ``(1 + m, 3)``."""
@@ -68,8 +71,8 @@ class TerrainHeightSensorCfg:
         if not (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r < float("inf")):
             raise ValueError(f"{where}: `radius` must be a finite number >= 0, got {r!r}")
         n = self.num_samples
-        if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
-            raise ValueError(f"{where}: `num_samples` must be an int >= 0, got {n!r}")
+        if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= _MAX_RING_SAMPLES):
+            raise ValueError(f"{where}: `num_samples` must be an int in [0, {_MAX_RING_SAMPLES}], got {n!r}")
         d = self.max_distance
         if not (isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < float("inf")):
             raise ValueError(f"{where}: `max_distance` must be a finite number > 0, got {d!r}")
