@@ -244,6 +244,11 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: replace(SMALL, size=(1e5, 1e5)), "size"),  # 7 TiB of heights: refused before allocating
         (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(num_boxes=10**6)}), "num_boxes"),
         (lambda: replace(SMALL, sub_terrains={"s": TINY_STEPS}), "step_width"),  # 20,000 steps per cell
+        (lambda: replace(SMALL, sub_terrains={"s": PyramidStairsTerrainCfg(border_width=2.0)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"r": RandomRoughTerrainCfg(border_width=2.5)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"p": PyramidSlopeTerrainCfg(platform_width=3.6)}), "platform_width"),
+        (lambda: replace(SMALL, sub_terrains={"p": PyramidSlopeTerrainCfg(border_width=2.0)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(platform_width=3.5)}), "platform_width"),
         (lambda: generate_terrain(SMALL).env_origins(0), "num_envs"),
         (lambda: generate_terrain(SMALL).env_origins(4, max_init_level=-1), "max_init_level"),
         (lambda: generate_terrain(SMALL).env_origins(4, seed="a"), "seed"),  # type: ignore[arg-type]
