@@ -232,7 +232,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
                     'an MJCF without <compiler angle="radian"/> gives ranges in degrees)'
                 )
         self.default_joint_pos = f(default)
-        mid = np.where(limited, rng.mean(axis=1), 0.0)
+        mid = np.where(limited[:, None], rng, 0.0).mean(axis=1)  # 0 for an unlimited joint (no inf - inf)
         half = 0.5 * (rng[:, 1] - rng[:, 0]) * cfg.soft_joint_limit_factor
         self.soft_joint_limits = f(np.stack((mid - half, mid + half), axis=1))
         self.encoder_bias = torch.zeros(self.num_envs, len(names), device=dev)
