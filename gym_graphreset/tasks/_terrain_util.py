@@ -54,19 +54,6 @@ def _check_literal(where: str, name: str, value: Any, allowed: tuple[str, ...]) 
         _fail(where, name, f"one of {list(allowed)}", value)
 
 
-def _proportional_counts(n: int, p: np.ndarray) -> np.ndarray:
-    """``n`` split by shares ``p`` (largest remainders; each share at least one when ``n >= len(p)``)."""
-    k = len(p)
-    base = np.ones(k, dtype=int) if n >= k else np.zeros(k, dtype=int)
-    rest = n - int(base.sum())
-    raw = p * rest
-    counts = base + np.floor(raw).astype(int)
-    left = n - int(counts.sum())
-    order = np.argsort(-(raw - np.floor(raw)), kind="stable")
-    counts[order[:left]] += 1
-    return counts
-
-
 def _box_surface(boxes: np.ndarray, base: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     z = np.full(np.shape(x), base, dtype=np.float64)
     for b in boxes:

@@ -27,6 +27,7 @@ __all__ = [
     "accepts",
     "bind",
     "check_params",
+    "checked_by",
     "interval",
     "number",
     "reads_sensors",
@@ -35,6 +36,7 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 _RULES = "__term_param_rules__"
 _SENSORS = "__term_sensor_kinds__"
+_CHECK = "__term_env_check__"
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,34 @@ def reads_sensors(**kinds: type) -> Callable[[F], F]:
     return mark
 
 
+def checked_by(check: Callable[..., None]) -> Callable[[F], F]:
+    """Declare a check of a term's params against the built env: ``check(env, **params)`` raises ``ValueError``.
+
+    :func:`bind` runs it when the env is built (the commands and sensors exist then), and raises its error
+    again naming the term, so a param that names something the task does not have (a body the command does
+    not track) fails there, before any physics, not at the first step that reads it.
+    """
+
+    def mark(func: F) -> F:
+        setattr(func, _CHECK, check)
+        return func
+
+    return mark
+
+
+def _default(func: Any, param: str) -> Any:
+    """``func``'s default for ``param`` (``None`` if it has none or no signature)."""
+    try:
+        p = inspect.signature(func).parameters.get(param)
+    except (TypeError, ValueError):
+        return None
+    return None if p is None or p.default is inspect.Parameter.empty else p.default
+
+
 def _check_sensors(env: ManagerBasedEnv, func: Any, params: Mapping[str, Any], what: str) -> None:
     name = getattr(func, "__name__", func)
     for param, kind in getattr(func, _SENSORS, {}).items():
-        key = params.get(param)
+        key = params[param] if param in params else _default(func, param)
         if key is None:
             continue
         if key not in env.sensors:
@@ -165,7 +191,8 @@ def bind(
     a curriculum term: the rows). Refuses a ``func`` that is not callable or takes fewer positional arguments
     than each call passes, params the function does not take, required ones missing, values its
     :func:`accepts` rules refuse, and a ``command_name`` param that names no command of the task, naming the
-    term; a term class's own ``ValueError`` is raised again with the term's name.
+    term; a term class's own ``ValueError`` is raised again with the term's name, and so is one of the term's
+    :func:`checked_by` check. Sensor params left at their default are checked too.
     """
     if not callable(func):
         raise TypeError(f"{what}: the term's function must be callable, got {type(func).__name__} {func!r}")
@@ -206,6 +233,11 @@ def bind(
             f"{what}: {getattr(func, '__name__', func)!r} param `command_name`: the task has no command "
             f"{command!r}; its commands: {sorted(env.commands)}"
         )
+    if (check := getattr(func, _CHECK, None)) is not None:
+        try:
+            check(env, **params)
+        except ValueError as e:
+            raise ValueError(f"{what}: {getattr(func, '__name__', func)!r}: {e}") from e
     if inspect.isclass(func):
         try:
             built: Callable[..., Any] = func(env, **params)  # type: ignore[call-arg,assignment]

@@ -98,7 +98,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         commands, sensors: Command and sensor objects by name.
         encoder_bias: ``(n, nj)`` per-world joint encoder bias (zero unless an event draws it).
         joint_names: The action joints, in action order; ``joint_qpos_ids`` / ``joint_dof_ids`` their
-            ``qpos`` / ``qvel`` columns; ``default_joint_pos`` ``(nj,)``; ``soft_joint_limits`` ``(nj, 2)``.
+            ``qpos`` / ``qvel`` columns; ``default_joint_pos`` ``(nj,)`` (inside each joint's range);
+            ``soft_joint_limits`` ``(nj, 2)`` (``-inf, inf`` for a joint without a range: never clamped).
         observation_layout: ``{group: {term: column slice}}`` of the concatenated groups.
         reward_names, termination_names: The columns of the step info's ``reward_terms`` / ``terminations``.
         streams: A :class:`~gym_graphreset.core.rng.StreamAllocator` for terms' own draws.
@@ -220,9 +221,19 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.joint_qpos_ids = torch.tensor([int(mjm.jnt_qposadr[i]) for i in ids], device=dev)
         self.joint_dof_ids = torch.tensor([int(mjm.jnt_dofadr[i]) for i in ids], device=dev)
         qpos0 = [float(mjm.qpos0[int(mjm.jnt_qposadr[i])]) for i in ids]
-        self.default_joint_pos = f([cfg.default_joint_pos.get(j, q0) for j, q0 in zip(names, qpos0, strict=True)])
-        rng = mjm.jnt_range[ids]
-        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * cfg.soft_joint_limit_factor
+        default = [cfg.default_joint_pos.get(j, q0) for j, q0 in zip(names, qpos0, strict=True)]
+        limited = np.asarray(mjm.jnt_limited[ids], dtype=bool)
+        rng = np.where(limited[:, None], mjm.jnt_range[ids], np.array([-np.inf, np.inf]))  # unlimited: no clamp
+        for j, q, (lo, hi) in zip(names, default, rng, strict=True):
+            if not lo <= q <= hi:
+                source = f"TaskCfg.default_joint_pos[{j!r}]" if j in cfg.default_joint_pos else f"joint {j!r}'s qpos0"
+                raise ValueError(
+                    f"{source}: the default position {q:g} is outside the joint's range [{lo:g}, {hi:g}] (radians; "
+                    'an MJCF without <compiler angle="radian"/> gives ranges in degrees)'
+                )
+        self.default_joint_pos = f(default)
+        mid = np.where(limited[:, None], rng, 0.0).mean(axis=1)  # 0 for an unlimited joint (no inf - inf)
+        half = 0.5 * (rng[:, 1] - rng[:, 0]) * cfg.soft_joint_limit_factor
         self.soft_joint_limits = f(np.stack((mid - half, mid + half), axis=1))
         self.encoder_bias = torch.zeros(self.num_envs, len(names), device=dev)
 

@@ -58,6 +58,7 @@ class RecorderManager:
         ordinal, frame: ``(num_envs, capacity)`` int64 each slot's episode ordinal and frame in it (-1: empty).
         ends: ``(num_envs, capacity)`` bool, the slot is the last frame of a finished episode.
         cursor: ``(num_envs,)`` int64 frames written per row (the next slot is ``cursor % capacity``).
+        finished: ``(num_envs,)`` int64 episodes finished per row (whole in the ring or not).
     """
 
     def __init__(self, env: ManagerBasedEnv) -> None:
@@ -78,6 +79,7 @@ class RecorderManager:
         self.frame = torch.full(full, -1, dtype=torch.long, device=dev)
         self.ends = torch.zeros(full, dtype=torch.bool, device=dev)
         self.cursor = torch.zeros(n, dtype=torch.long, device=dev)
+        self.finished = torch.zeros(n, dtype=torch.long, device=dev)
         self._current = torch.full((n,), -1, dtype=torch.long, device=dev)  # the running episode's ordinal
         self._frames = torch.zeros(n, dtype=torch.long, device=dev)  # frames of the running episode
         self._rows = torch.arange(n, device=dev)
@@ -89,6 +91,7 @@ class RecorderManager:
         last = (self.cursor - 1).remainder(self.capacity)
         finished = rows & (self._frames > 1)
         self.ends[self._rows, last] = self.ends[self._rows, last] | finished
+        self.finished.add_(finished.long())
         self._current.copy_(torch.where(rows, self._current + 1, self._current))
         self._frames.copy_(torch.where(rows, 0, self._frames))
 
@@ -145,13 +148,16 @@ class RecorderManager:
         return out
 
     def export(self, path: str | Path, *, fields: tuple[str, ...] | None = None, compressed: bool = False) -> int:
-        """Write the finished episodes to ``path`` (``.npz``); returns how many.
+        """Write the finished episodes to exactly ``path`` (an ``.npz`` archive, whatever its suffix); returns how many.
 
         Arrays: each term of ``fields`` (default: all) as the episodes' frames concatenated, frames first;
         ``episode_lengths`` and ``episode_env_ids`` ``(E,)`` int64; ``fps`` ``(1,)`` (``1 / step_dt``).
+        Finished episodes no longer whole in the ring (longer than it, or overwritten by later frames) are
+        not written: a ``UserWarning`` says how many (raise ``TaskCfg.recorder_frames`` to keep them).
         """
         names = self._fields(fields)
         episodes = self.episodes()
+        self._warn_dropped(len(episodes))
         arrays: dict[str, Any] = {}
         for name in names:
             parts = [e.fields[name] for e in episodes]
@@ -159,24 +165,62 @@ class RecorderManager:
         arrays["episode_lengths"] = np.array([e.length for e in episodes], dtype=np.int64)
         arrays["episode_env_ids"] = np.array([e.env_id for e in episodes], dtype=np.int64)
         arrays["fps"] = np.array([1.0 / self.env.step_dt])
-        (np.savez_compressed if compressed else np.savez)(path, **arrays)
+        _write(path, arrays, compressed)
         return len(episodes)
 
     def export_motion(self, path: str | Path, episode: int = 0) -> RecordedEpisode:
         """Write finished episode number ``episode`` (of :meth:`episodes`) as an mjlab motion ``.npz``.
 
         Arrays: ``fps`` ``(1,)`` and :data:`MOTION_FIELDS`, frames first (needs recorders of those names,
-        e.g. :func:`~gym_graphreset.tasks.mdp.recorders.motion_recorders`). Returns the episode written.
+        e.g. :func:`~gym_graphreset.tasks.mdp.recorders.motion_recorders`). Joints and bodies are written in
+        the model's order, as a clip holds them, whatever order the recorders name them in (the body
+        recorders must name theirs: ``body_names``). Returns the episode written (as recorded).
         """
         self._fields(MOTION_FIELDS)
         episodes = self.episodes()
         if not (isinstance(episode, int) and 0 <= episode < len(episodes)):
             raise ValueError(f"`episode` must be an int in [0, {len(episodes)}) (finished episodes), got {episode!r}")
         chosen = episodes[episode]
-        arrays: dict[str, Any] = {k: chosen.fields[k].astype(np.float32) for k in MOTION_FIELDS}
+        arrays: dict[str, Any] = {
+            k: chosen.fields[k][:, self._model_order(k)].astype(np.float32) for k in MOTION_FIELDS
+        }
         arrays["fps"] = np.array([1.0 / self.env.step_dt])
-        np.savez(path, **arrays)
+        _write(path, arrays, compressed=False)
         return chosen
+
+    def _warn_dropped(self, whole: int) -> None:
+        """Warn of the finished episodes the ring no longer holds whole (``whole``: those it does)."""
+        import warnings
+
+        dropped = int(self.finished.sum()) - whole
+        if dropped > 0:
+            warnings.warn(
+                f"recorder export: {dropped} finished episode(s) are not whole in the ring of {self.capacity} "
+                f"frames per env (longer than it, or overwritten by later frames) and are not written; "
+                f"raise TaskCfg.recorder_frames to keep them",
+                stacklevel=3,
+            )
+
+    def _model_order(self, field: str) -> np.ndarray:
+        """The permutation putting recorder ``field``'s joints or bodies (its axis 1) in the model's order."""
+        import mujoco
+
+        env, params = self.env, self.env.cfg.recorders[field].params
+        if field.startswith("joint_"):
+            joints = params.get("joint_names")
+            if joints is None:  # the action joints, in action order
+                keys = env.joint_qpos_ids.tolist()
+            else:
+                keys = [env._id(mujoco.mjtObj.mjOBJ_JOINT, j, f"recorders[{field!r}]") for j in joints]
+        else:
+            bodies = params.get("body_names")
+            if not isinstance(bodies, (tuple, list)):
+                raise ValueError(
+                    f"export_motion: recorders[{field!r}] must name the bodies it records (param `body_names`, "
+                    "as mdp.motion_recorders does), so that the clip holds them in the model's order"
+                )
+            keys = [env.body_id(b) for b in bodies]
+        return np.argsort(np.asarray(keys), kind="stable")
 
     def _fields(self, fields: tuple[str, ...] | None) -> tuple[str, ...]:
         if fields is None:
@@ -185,3 +229,9 @@ class RecorderManager:
         if missing:
             raise ValueError(f"`fields` {missing} are not recorder terms; recorders: {list(self.names)}")
         return tuple(fields)
+
+
+def _write(path: str | Path, arrays: dict[str, Any], compressed: bool) -> None:
+    """``arrays`` as an ``.npz`` archive at exactly ``path`` (``numpy.savez`` would append ``.npz`` to a name)."""
+    with open(path, "wb") as f:
+        (np.savez_compressed if compressed else np.savez)(f, **arrays)

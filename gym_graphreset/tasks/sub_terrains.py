@@ -69,6 +69,19 @@ class SubTerrainCfg:
         """Why this sub-terrain cannot be laid on a cell of ``size`` [m] sampled every ``horizontal_scale`` [m]."""
         return None
 
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """At most how many boxes one cell of ``size`` gets, and the field that sets the count."""
+        return 0, ""
+
+
+def _border_problem(border_width: float, size: tuple[float, float]) -> str | None:
+    """A border as wide as half the cell leaves it flat (nothing of the terrain inside)."""
+    if 2.0 * border_width >= min(size):
+        half = 0.5 * min(size)
+        side = f"half the cell's side ({half:g} m)"
+        return f"`border_width` ({border_width:g} m) must be less than {side}: the cell would be flat"
+    return None
+
 
 def _platform_problem(platform_width: float, size: tuple[float, float]) -> str | None:
     """A central platform wider than the cell leaves nothing of the terrain (narrower ones shrink it)."""
@@ -115,6 +128,10 @@ class RandomRoughTerrainCfg(SubTerrainCfg):
         if not isinstance(self.scale_with_difficulty, bool):
             _fail(where, "scale_with_difficulty", "a bool", self.scale_with_difficulty)
 
+    def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
+        """The border must leave rough ground inside."""
+        return _border_problem(self.border_width, size)
+
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         scale = difficulty if self.scale_with_difficulty else 1.0
         lo, hi = self.noise_range[0] * scale, self.noise_range[1] * scale
@@ -159,8 +176,15 @@ class PyramidSlopeTerrainCfg(SubTerrainCfg):
             _fail(where, "inverted", "a bool", self.inverted)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
-        """The platform must fit the cell."""
-        return _platform_problem(self.platform_width, size)
+        """The platform must fit the cell, and the border and platform leave room for a slope."""
+        if problem := _platform_problem(self.platform_width, size) or _border_problem(self.border_width, size):
+            return problem
+        if 2.0 * self.border_width + self.platform_width >= min(size):
+            return (
+                f"`platform_width` ({self.platform_width:g} m) and `border_width` ({self.border_width:g} m, each "
+                f"side) leave no slope on the cell ({min(size):g} m): the cell would be flat"
+            )
+        return None
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         slope = self.slope_range[0] + difficulty * (self.slope_range[1] - self.slope_range[0])
@@ -211,8 +235,12 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
         return max(0, int((min(size) - 2.0 * self.border_width - self.platform_width) / (2.0 * self.step_width)))
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
-        """The platform must fit the cell."""
-        return _platform_problem(self.platform_width, size)
+        """The platform must fit the cell, and the border leave stairs inside."""
+        return _platform_problem(self.platform_width, size) or _border_problem(self.border_width, size)
+
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """One box per step (four per ring inverted), and the platform's."""
+        return (4 if self.inverted else 1) * (self.num_steps(size) + 1), "step_width"
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.step_height_range[0] + difficulty * (self.step_height_range[1] - self.step_height_range[0])
@@ -276,8 +304,22 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         _check_non_negative(where, "border_width", self.border_width)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
-        """The platform must fit the cell."""
-        return _platform_problem(self.platform_width, size)
+        """The platform must fit the cell, and a box of the smallest footprint fit off it inside the border."""
+        if problem := _platform_problem(self.platform_width, size):
+            return problem
+        bw, pw = self.border_width, 0.5 * self.platform_width
+        room_x = 0.5 * size[0] - bw - self.box_length_range[0] >= pw
+        room_y = 0.5 * size[1] - bw - self.box_width_range[0] >= pw
+        if not (room_x or room_y):
+            return (
+                f"`platform_width` ({self.platform_width:g} m) and `border_width` ({bw:g} m) leave no room for a "
+                f"box on cells of {tuple(size)}: every box would be dropped and the cell flat"
+            )
+        return None
+
+    def max_boxes(self, size: tuple[float, float]) -> tuple[int, str]:
+        """``num_boxes`` per cell."""
+        return self.num_boxes, "num_boxes"
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         h = self.box_height_range[0] + difficulty * (self.box_height_range[1] - self.box_height_range[0])

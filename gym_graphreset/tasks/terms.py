@@ -79,6 +79,11 @@ def _check_callable(where: str, func: Any) -> None:
     _check(callable(func), where, f"`func` must be callable, got {func!r}")
 
 
+def _check_bool(where: str, name: str, value: Any) -> None:
+    """Refuse a flag that is not a bool (a truthy string such as ``"False"`` would read as on)."""
+    _check(isinstance(value, bool), where, f"`{name}` must be a bool (True or False), got {value!r}")
+
+
 def _scale_ok(value: Any) -> bool:
     sequence = isinstance(value, (tuple, list)) and len(value) > 0
     return number().ok(value) or (sequence and number(size=len(value)).ok(value))
@@ -159,7 +164,12 @@ class ObsGroup:
     """Clip the whole group to ``[-clip, clip]`` after the terms (``None``: no clip)."""
 
     def __post_init__(self) -> None:
-        _check(len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
+        _check(isinstance(self.terms, Mapping) and len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
+        for name, term in self.terms.items():
+            got = type(term).__name__
+            _check(isinstance(term, ObsTerm), "ObsGroup", f"`terms[{name!r}]` must be an ObsTerm, got {got}")
+        _check_bool("ObsGroup", "enable_corruption", self.enable_corruption)
+        _check_bool("ObsGroup", "concatenate", self.concatenate)
         if self.clip is not None:
             _require("ObsGroup", "clip", self.clip, POSITIVE)
 
@@ -229,6 +239,7 @@ class EventTerm:
 
     def __post_init__(self) -> None:
         where = _where("EventTerm", self.func)
+        _check_callable(where, self.func)
         _check(
             self.mode in ("startup", "reset", "interval"),
             where,
@@ -273,7 +284,9 @@ class CurriculumTerm:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_params(self.func, self.params, _where("CurriculumTerm", self.func))
+        where = _where("CurriculumTerm", self.func)
+        _check_callable(where, self.func)
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -284,7 +297,9 @@ class MetricTerm:
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        check_params(self.func, self.params, _where("MetricTerm", self.func))
+        where = _where("MetricTerm", self.func)
+        _check_callable(where, self.func)
+        check_params(self.func, self.params, where)
 
 
 @dataclass(frozen=True)
@@ -339,7 +354,10 @@ class JointEffortAction:
 
 
 def _check_action(where: str, action: JointPositionAction | JointEffortAction) -> None:
-    """The fields both action terms share: joints, scale (one, or one per joint), clip and delay."""
+    """The fields both action terms share: joints, scale (one, or one per joint), clip and delay; the flags."""
+    if isinstance(action, JointPositionAction):
+        _check_bool(where, "use_default_offset", action.use_default_offset)
+        _check_bool(where, "subtract_encoder_bias", action.subtract_encoder_bias)
     names = action.joint_names
     _check(
         isinstance(names, (tuple, list)) and len(names) > 0 and all(isinstance(j, str) for j in names),

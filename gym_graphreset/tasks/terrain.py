@@ -19,6 +19,8 @@ surrounds the grid.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,7 +39,6 @@ from gym_graphreset.tasks._terrain_util import (
     _fail,
     _finite,
     _frame,
-    _proportional_counts,
 )
 from gym_graphreset.tasks.sub_terrains import FlatTerrainCfg as FlatTerrainCfg
 from gym_graphreset.tasks.sub_terrains import PyramidSlopeTerrainCfg as PyramidSlopeTerrainCfg
@@ -58,6 +59,7 @@ __all__ = [
     "TerrainCfg",
     "TerrainGeneratorCfg",
     "add_terrain",
+    "check_model_terrain",
     "generate_terrain",
 ]
 
@@ -65,7 +67,18 @@ TERRAIN_BODY = "terrain"
 """The static body holding every terrain geom (contact sensors and rays may name it)."""
 HFIELD_NAME = "terrain_hfield"
 """The name of the heightfield asset and of its geom."""
+GENERATOR_TEXT = "terrain_generator"
+"""The MJCF custom text holding the generator config a terrain was built from (field by field, JSON)."""
 
+
+_LEVEL_STREAM = 0x7E7A
+"""The counter-RNG stream of the initial terrain levels."""
+_GOLDEN = (5**0.5 - 1) / 2
+"""The golden ratio's fractional part: a low-discrepancy sequence spreads the types by proportion."""
+
+_MAX_BOXES = 20_000
+"""The most box geoms one sub-terrain column may have (each is a geom of the model, every ray and contact test
+walks them): mjlab's rough set has 660 in all."""
 
 _MAX_SAMPLES = 2**26
 """The most height samples a generated terrain may have (about 67M: 256 MB of float32 heights)."""
@@ -137,6 +150,14 @@ class TerrainGeneratorCfg:
         if (samples := self.num_rows * self.num_cols * per_cell) > _MAX_SAMPLES:
             text = f"a grid of at most {_MAX_SAMPLES:,} height samples over every cell (this one: {samples:,.0f})"
             _fail(where, "size", text, self.size)
+        for name, sub in subs.items():  # counted, not generated
+            count, field_name = sub.max_boxes((self.size[0], self.size[1]))
+            if (boxes := self.num_rows * count) > _MAX_BOXES:
+                raise ValueError(
+                    f"{where}: sub_terrains[{name!r}] gives {count:,} boxes per cell, {boxes:,} over its "
+                    f"{self.num_rows} rows; at most {_MAX_BOXES:,} terrain boxes are accepted (set by its "
+                    f"`{field_name}`)"
+                )
 
     @property
     def num_cols(self) -> int:
@@ -218,9 +239,13 @@ class Terrain:
 
     def to_mjcf(self) -> str:
         """The terrain as one MJCF document: the heightfield asset, and a static body ``terrain`` with its geoms."""
+        from xml.sax.saxutils import quoteattr
+
         asset, body = self._mjcf_parts()
         head = '<mujoco model="terrain">\n  <asset>\n'
-        return f"{head}{asset}\n  </asset>\n  <worldbody>\n{body}\n  </worldbody>\n</mujoco>\n"
+        kept = quoteattr(_generator_json(self.cfg))
+        text = f'  <custom>\n    <text name="{GENERATOR_TEXT}" data={kept}/>\n  </custom>\n'
+        return f"{head}{asset}\n  </asset>\n{text}  <worldbody>\n{body}\n  </worldbody>\n</mujoco>\n"
 
     def _hfield_geometry(self) -> tuple[np.ndarray, float, float]:
         """Normalised elevation (MuJoCo's data order: rows along y), its height scale and base z."""
@@ -253,21 +278,35 @@ class Terrain:
         return asset, "\n".join(lines)
 
     def env_origins(
-        self, num_envs: int, max_init_level: int | None = None, seed: int | None = None
+        self, num_envs: int, max_init_level: int | None = None, seed: int | None = None, *, first_env: int = 0
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Initial ``(levels, types, origins)`` of ``num_envs`` envs: types by proportion, levels uniform.
+        """Initial ``(levels, types, origins)`` of the envs of global indices ``first_env .. + num_envs - 1``.
 
-        Types: each column gets ``round(proportion share * num_envs)`` consecutive envs (every column at least
-        one when ``num_envs >= num_cols``); levels: uniform in ``[0, max_init_level]`` from ``seed`` (the
-        generator's seed by default). Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64, ``(n, 3)`` float32.
+        Each env's level and type are a function of its global index alone (and ``seed``), so ranks that
+        split one population (``global_env_offset``) place their envs as one process placing them all does.
+        Types: envs ``0 .. num_cols - 1`` take one column each, the next ones follow the proportions (a
+        golden-ratio sequence over the cumulative shares: every prefix of the population is within a few
+        envs of them). Levels: uniform in ``[0, max_init_level]``, a counter-based draw keyed by ``seed``
+        (the generator's by default) and the index. Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64,
+        ``(n, 3)`` float32.
         """
+        from gym_graphreset.core.rng import counter_uniform
+
         _check_int("Terrain.env_origins", "num_envs", num_envs, 1)
         _check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
         _check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
+        _check_int("Terrain.env_origins", "first_env", first_env, 0)
         top = self.cfg.num_rows - 1 if max_init_level is None else min(max_init_level, self.cfg.num_rows - 1)
-        rng = np.random.default_rng(self.cfg.seed if seed is None else seed)
-        levels = rng.integers(0, top + 1, size=num_envs)
-        types = np.repeat(np.arange(self.cfg.num_cols), _proportional_counts(num_envs, self._proportions()))
+        ids = torch.arange(first_env, first_env + num_envs, dtype=torch.int64)
+        key = torch.tensor(self.cfg.seed if seed is None else seed, dtype=torch.int64)
+        u = counter_uniform(key, ids, torch.zeros_like(ids), 1, stream=_LEVEL_STREAM, dtype=torch.float64)[:, 0]
+        levels = (u * (top + 1)).long().clamp(max=top).numpy()
+        cols = self.cfg.num_cols
+        rest = ids.numpy() - cols + 1
+        share = np.mod(rest.astype(np.float64) * _GOLDEN, 1.0)
+        cum = np.cumsum(self._proportions())
+        by_share = np.minimum(np.searchsorted(cum, share, side="right"), cols - 1)
+        types = np.where(ids.numpy() < cols, ids.numpy(), by_share).astype(np.int64)
         origins = self.origins[levels, types].astype(np.float32)
         return torch.from_numpy(levels), torch.from_numpy(types), torch.from_numpy(origins)
 
@@ -338,21 +377,36 @@ def generate_terrain(cfg: TerrainGeneratorCfg) -> Terrain:
     return Terrain(cfg, heights, box_arr, cell_arr.astype(int), origins, difficulty)
 
 
-def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> str:
-    """``model_xml`` (MJCF text) with ``terrain`` in place of its world-body geom ``floor`` (if it has one).
+def add_terrain(model_xml: str, terrain: Terrain, *, floor: str | None = "floor") -> str:
+    """``model_xml`` (MJCF text) with ``terrain`` in place of its world-body geom ``floor``.
 
     Sensors that named the floor geom as their reference (e.g. foot contact sensors) are pointed at the
-    body ``terrain``, which holds every terrain geom. Returns the MJCF text.
+    body ``terrain``, which holds every terrain geom. ``floor=None``: the model has no floor to replace. The
+    generator config is kept in the model (a custom text), so a task's
+    :class:`TerrainCfg` is checked against it field by field. Returns the MJCF text.
+
+    Raises:
+        ValueError: the model has no world-body geom ``floor`` (a plane left over the terrain would hide it).
     """
     import mujoco
 
+    if floor is not None and not isinstance(floor, str):
+        raise ValueError(f"add_terrain: `floor` must be a geom name or None, got {floor!r}")
     spec = mujoco.MjSpec.from_string(model_xml)
-    for old in list(spec.worldbody.geoms):
-        if old.name == floor:
+    if floor is not None:
+        found = [g for g in spec.worldbody.geoms if g.name == floor]
+        if not found:
+            names = [g.name for g in spec.worldbody.geoms if g.name]
+            raise ValueError(
+                f"add_terrain: `floor` {floor!r} is no geom of the model's world body (its named world geoms: "
+                f"{names}); name the floor geom the terrain replaces, or pass floor=None for a model without one"
+            )
+        for old in found:
             spec.delete(old)
     for sensor in spec.sensors:
-        if sensor.reftype == mujoco.mjtObj.mjOBJ_GEOM and sensor.refname == floor:
+        if floor is not None and sensor.reftype == mujoco.mjtObj.mjOBJ_GEOM and sensor.refname == floor:
             sensor.reftype, sensor.refname = mujoco.mjtObj.mjOBJ_BODY, TERRAIN_BODY
+    spec.add_text(name=GENERATOR_TEXT, data=_generator_json(terrain.cfg))
     cfg = terrain.cfg
     data, span, zmin = terrain._hfield_geometry()
     ex, ey = terrain.extent
@@ -373,6 +427,79 @@ def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> st
     return spec.to_xml()
 
 
+def _plain(value: Any) -> Any:
+    """A config value as JSON data: dataclasses by type and field, mappings by key, sequences as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"type": type(value).__name__, **fields}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return value
+
+
+def _generator_json(cfg: TerrainGeneratorCfg) -> str:
+    """The generator config field by field, as JSON (kept in the model by :func:`add_terrain`)."""
+    return json.dumps({f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)})
+
+
+def check_model_terrain(mjm: Any, terrain: Terrain, where: str) -> None:
+    """Refuse a model whose built-in terrain is not ``terrain`` (another generator config), naming what differs.
+
+    The generator config kept in the model (:func:`add_terrain`, :meth:`Terrain.to_mjcf`) is compared field by
+    field; the heightfield (samples, size, elevation) and the terrain boxes are compared too, so a model
+    edited by hand or built from another grid is refused as well: spawns would point at cells that are not
+    there, metres above or inside the ground.
+    """
+    import mujoco
+
+    fix = "build the model from the same config: add_terrain(xml, generate_terrain(generator))"
+    tid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_TEXT, GENERATOR_TEXT)
+    if tid >= 0:
+        adr, size = int(mjm.text_adr[tid]), int(mjm.text_size[tid])
+        raw = bytes(mjm.text_data[adr : adr + size]).split(b"\0", 1)[0].decode()
+        built, ours = json.loads(raw), json.loads(_generator_json(terrain.cfg))
+        for name, value in ours.items():
+            if built.get(name) != value:
+                raise ValueError(
+                    f"{where}: `generator.{name}` is {value!r}, but the model's terrain was built with "
+                    f"{built.get(name)!r}; {fix}"
+                )
+    hid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_HFIELD, HFIELD_NAME)
+    if hid < 0:
+        raise ValueError(f"{where}: the model holds no terrain (no heightfield {HFIELD_NAME!r}); {fix}")
+    data, span, _ = terrain._hfield_geometry()
+    ex, ey = terrain.extent
+    nrow, ncol = int(mjm.hfield_nrow[hid]), int(mjm.hfield_ncol[hid])
+    ours_size = np.array([0.5 * ex, 0.5 * ey, span, terrain.cfg.border_height])
+    problem = None
+    if (nrow, ncol) != data.shape:
+        problem = f"the model's heightfield has {nrow} x {ncol} samples, the generator's {data.shape}"
+    elif not np.allclose(mjm.hfield_size[hid], ours_size, rtol=1e-5, atol=1e-6):
+        built_size = mjm.hfield_size[hid].tolist()
+        problem = f"the model's heightfield size is {built_size}, the generator's {ours_size.tolist()}"
+    else:
+        adr = int(mjm.hfield_adr[hid])
+        elevation = np.asarray(mjm.hfield_data[adr : adr + nrow * ncol]).reshape(nrow, ncol)
+        if not np.allclose(elevation, data, atol=1e-4):
+            problem = "the model's heightfield elevation differs from the generator's"
+    if problem is None:
+        names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g) or "" for g in range(mjm.ngeom)]
+        boxes = [g for g, n in enumerate(names) if n.startswith("terrain_box_")]
+        if len(boxes) != len(terrain.boxes):
+            problem = f"the model has {len(boxes)} terrain boxes, the generator {len(terrain.boxes)}"
+        elif boxes and not (
+            np.allclose(mjm.geom_pos[boxes], terrain.boxes[:, :3], atol=1e-5)
+            and np.allclose(mjm.geom_size[boxes], terrain.boxes[:, 3:], atol=1e-5)
+        ):
+            problem = "the model's terrain boxes lie elsewhere than the generator's"
+    if problem is not None:
+        raise ValueError(f"{where}: the model's terrain is not the one `generator` makes: {problem}; {fix}")
+
+
 # ---------------------------------------------------------------------------------------------- the task part
 
 
@@ -380,7 +507,8 @@ def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> st
 class TerrainCfg:
     """The terrain as a task part (put it in ``TaskCfg.sensors``): per-env levels, types and origins.
 
-    The task's model must hold the same terrain: ``add_terrain(xml, generate_terrain(generator))`` (same seed).
+    The task's model must hold the same terrain: ``add_terrain(xml, generate_terrain(generator))`` (same
+    config); another one (more rows, another seed...) is refused when the env is built, naming the field.
 
     Attributes:
         generator: The grid.
@@ -396,5 +524,8 @@ class TerrainCfg:
         _check_int("TerrainCfg", "max_init_level", self.max_init_level, 0, optional=True)
 
     def build(self, env: ManagerBasedEnv) -> TerrainState:
-        """The terrain state of ``env``'s rows."""
-        return TerrainState(generate_terrain(self.generator), env.num_envs, env.device, self.max_init_level)
+        """The terrain state of ``env``'s rows; refused when ``env``'s model holds another terrain."""
+        terrain = generate_terrain(self.generator)
+        check_model_terrain(env.mjm, terrain, "TerrainCfg")
+        first = int(env.keys.env_ids[0].item()) if env.num_envs else 0  # the global env offset (construction)
+        return TerrainState(terrain, env.num_envs, env.device, self.max_init_level, first_env=first)

@@ -18,6 +18,9 @@ __all__ = ["TerrainState"]
 class TerrainState:
     """Per-env terrain levels, types and origins on the device (a task "sensor": nothing to update per step).
 
+    ``first_env``: the global index of row 0 (``global_env_offset``): each row starts on the cell of its
+    global index (:meth:`~gym_graphreset.tasks.terrain.Terrain.env_origins`), whatever the world size.
+
     Attributes:
         terrain: The generated grid.
         levels, types: ``(n,)`` int64 each env's row and column.
@@ -25,9 +28,17 @@ class TerrainState:
         cell_origins: ``(num_rows, num_cols, 3)`` every cell's origin.
     """
 
-    def __init__(self, terrain: Terrain, num_envs: int, device: torch.device | str, max_init_level: int | None) -> None:
+    def __init__(
+        self,
+        terrain: Terrain,
+        num_envs: int,
+        device: torch.device | str,
+        max_init_level: int | None,
+        *,
+        first_env: int = 0,
+    ) -> None:
         self.terrain = terrain
-        levels, types, origins = terrain.env_origins(num_envs, max_init_level)
+        levels, types, origins = terrain.env_origins(num_envs, max_init_level, first_env=first_env)
         self.levels, self.types, self.origins = levels.to(device), types.to(device), origins.to(device)
         self.cell_origins = torch.as_tensor(terrain.origins, dtype=torch.float32, device=device)
         self.num_rows = terrain.cfg.num_rows

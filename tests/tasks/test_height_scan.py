@@ -299,7 +299,8 @@ def test_foot_clearance_matches_mujoco_mj_ray_on_generated_terrain() -> None:
         ({"sites": ()}, "`sites` must be a non-empty tuple of site names, got ()"),
         ({"radius": -0.1}, "`radius` must be a finite number >= 0, got -0.1"),
         ({"radius": float("inf")}, "`radius` must be a finite number >= 0, got inf"),
-        ({"num_samples": 2.5}, "`num_samples` must be an int >= 0, got 2.5"),
+        ({"num_samples": 2.5}, "`num_samples` must be an int in [0, 1024], got 2.5"),
+        ({"num_samples": 10**7}, "`num_samples` must be an int in [0, 1024], got 10000000"),  # not allocated
         ({"max_distance": 0.0}, "`max_distance` must be a finite number > 0, got 0.0"),
         ({"geom_group": 6}, "`geom_group` must be None or an int in [0, 5], got 6"),
         ({"reduction": "median"}, "`reduction` must be 'min', 'max' or 'mean', got 'median'"),
@@ -519,6 +520,11 @@ def _low_scan(env: ManagerBasedEnv) -> torch.Tensor:
     return height_scan(env, "scan").mean(dim=1) < 0.25
 
 
+def _staggered(env: ManagerBasedEnv) -> torch.Tensor:
+    """Ends row ``r``'s episodes after ``2 + r % 3`` steps: resets of some rows at a time, whatever the physics."""
+    return env.elapsed >= 2 + env.env_ids % 3
+
+
 def _biped_with_rays(forward_before_obs: bool, observe_scan: bool = True, observe_feet: bool = True) -> TaskCfg:
     """The biped of ``test_layer`` with a scan and foot rays sensed as mjlab's, read by rewards and a termination."""
     from tests.tasks.test_layer import user_task
@@ -544,8 +550,10 @@ def test_before_obs_is_masked_equal_to_selected_with_staggered_resets(forward_be
     from gym_graphreset.testing import assert_masked_matches_selected
     from tests.tasks.test_layer import N, _actions
 
+    cfg = _biped_with_rays(forward_before_obs).with_term("terminations", "staggered", TerminationTerm(_staggered))
+
     def factory(flags: dict[str, object]) -> FixedShapeAutoresetVectorEnv:
-        inner = ManagerBasedEnv(_biped_with_rays(forward_before_obs), N, device="cpu", max_episode_steps=7)
+        inner = ManagerBasedEnv(cfg, N, device="cpu", max_episode_steps=7)
         return FixedShapeAutoresetVectorEnv(inner, **flags)  # type: ignore[arg-type]
 
     env = factory({"config": "selected"})
@@ -588,3 +596,15 @@ def test_a_before_obs_sensor_no_observation_reads_is_refused() -> None:
     (at its first observation)."""
     with pytest.raises(ValueError, match=re.escape("sensors ['scan']: cast='before_obs' casts only for observations")):
         ManagerBasedEnv(_biped_with_rays(False, observe_scan=False), 2, device="cpu", max_episode_steps=10)
+
+
+@pytest.mark.parametrize("feet", [False, True], ids=["scan", "feet"])
+def test_ray_sensors_refuse_a_task_whose_resets_leave_poses_stale(feet: bool) -> None:
+    """With ``refresh="none"`` a reset row's first cast would start at the previous episode's pose: refused."""
+    cfg = replace(task(FLOATER, RayCastSensorCfg("base")), refresh="none")
+    if feet:  # the foot rays alone
+        policy = ObsGroup({"h": ObsTerm(terrain_height, {"sensor_name": "feet"})})
+        cfg = replace(cfg, sensors={"feet": TerrainHeightSensorCfg(FEET)}, observations={"policy": policy})
+    name = "TerrainHeightSensorCfg" if feet else "RayCastSensorCfg"
+    with pytest.raises(ValueError, match=rf"{name}: rays are cast from body and site poses.*refresh='none'"):
+        ManagerBasedEnv(cfg, 1, device="cpu")

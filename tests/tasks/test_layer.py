@@ -40,7 +40,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 BIPED = """
 <mujoco>
+  <compiler angle="radian"/>
   <option timestep="0.005"/>
+  <default><joint armature="0.01" damping="0.1"/></default>
   <worldbody>
     <geom name="floor" type="plane" size="0 0 0.05"/>
     <body name="base" pos="0 0 0.35">
@@ -420,3 +422,28 @@ def test_forward_before_obs_refuses_a_sensor_without_refresh_when_built() -> Non
 def test_a_task_field_given_to_the_env_names_where_it_goes(key: str) -> None:
     with pytest.raises(TypeError, match=re.escape(f"`{key}` is a field of the task, not an env argument")):
         ManagerBasedEnv(velocity_task(ROBOT), 2, device="cpu", **{key: True})
+
+
+def test_a_joint_without_a_range_is_never_clamped() -> None:
+    """An action joint the model gives no range has no soft limits: it starts at its default pose, not at 0."""
+    model = BIPED.replace('<joint name="left_hip" axis="0 1 0" range="-1 1"/>', '<joint name="left_hip" axis="0 1 0"/>')
+    env = ManagerBasedEnv(replace(user_task(), model=model), 2, device="cpu", max_episode_steps=HORIZON)
+    inf = float("inf")
+    assert env.soft_joint_limits[0].tolist() == [-inf, inf]
+    assert torch.allclose(env.soft_joint_limits[1], torch.tensor([-1.0, 1.0]) * user_task().soft_joint_limit_factor)
+    assert torch.allclose(env.qpos[:, env.joint_qpos_ids[0]], torch.tensor(0.1))  # the default pose, unclamped
+
+
+@pytest.mark.parametrize(
+    ("model", "default", "message"),
+    [
+        (BIPED, {"left_hip": 1.5}, r"TaskCfg.default_joint_pos\['left_hip'\]: the default position 1.5 is outside"),
+        (BIPED.replace('<compiler angle="radian"/>', ""), {}, r"default_joint_pos\['left_hip'\].*in degrees"),
+    ],
+    ids=["outside", "range-in-degrees"],
+)
+def test_a_default_pose_outside_the_joint_range_is_refused(model: str, default: dict, message: str) -> None:
+    """A default pose outside a joint's range is refused by name (it was clamped silently at every reset)."""
+    cfg = replace(user_task(), model=model, default_joint_pos={**user_task().default_joint_pos, **default})
+    with pytest.raises(ValueError, match=message):
+        ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=HORIZON)

@@ -138,3 +138,28 @@ def test_quaternion_helpers_agree_with_mujoco() -> None:
     angle = M.quat_error_magnitude(torch.tensor(z, dtype=torch.float32), torch.tensor([1.0, 0.0, 0.0, 0.0]))
     assert angle.item() == pytest.approx(0.7, abs=1e-5)
     assert torch.allclose(M.yaw_of(M.yaw_quat(torch.tensor([0.4, -2.0]))), torch.tensor([0.4, -2.0]), atol=1e-6)
+
+
+INF = float("inf")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("adaptive_uniform_ratio", 0.0),  # no bin drawable before a failure: NaN probabilities
+        ("adaptive_uniform_ratio", float("nan")),
+        ("pose_range", ((0.0, INF),) + ((0.0, 0.0),) * 5),  # a NaN initial state
+        ("velocity_range", ((-INF, 0.0),) + ((0.0, 0.0),) * 5),
+        ("joint_position_range", (-INF, 0.1)),
+        ("adaptive_kernel_size", True),
+        ("adaptive_lambda", "0.5"),
+        ("adaptive_alpha", True),
+        ("motion_file", 3),
+    ],
+)
+def test_motion_command_cfg_refuses_bad_values_naming_the_field(field: str, value: object) -> None:
+    """Values that would give NaN probabilities or states, bools and strings are refused naming the field."""
+    from gym_graphreset.tasks.mdp.motion import MotionCommandCfg
+
+    with pytest.raises(ValueError, match=re.escape(f"MotionCommandCfg: `{field}` must be")):
+        MotionCommandCfg(**{"motion_file": G1_CLIP, "anchor_body": "pelvis", "body_names": ("pelvis",), field: value})

@@ -16,6 +16,7 @@ from gym_graphreset.tasks import (
     GaussianNoise,
     JointEffortAction,
     JointPositionAction,
+    MetricTerm,
     ObsGroup,
     ObsTerm,
     RewardTerm,
@@ -178,3 +179,49 @@ def test_valid_values_still_pass() -> None:
     task.replace_term("events", "encoder_bias", params={"bias": 0.0})
     task.replace_term("rewards", "upright", weight=0.0)
     replace(task, obs_clip=5, njmax=100, default_joint_pos={"left_hip": 0})
+
+
+@pytest.mark.parametrize(
+    ("declare", "message"),
+    [
+        (
+            lambda: ObsGroup({"x": ObsTerm(mdp.joint_vel)}, concatenate="False"),  # type: ignore[arg-type]
+            "ObsGroup: `concatenate` must be a bool (True or False), got 'False'",
+        ),
+        (
+            lambda: ObsGroup({"x": ObsTerm(mdp.joint_vel)}, enable_corruption=0),  # type: ignore[arg-type]
+            "ObsGroup: `enable_corruption` must be a bool (True or False), got 0",
+        ),
+        (
+            lambda: ObsGroup({"x": mdp.joint_vel}),  # type: ignore[dict-item]
+            "ObsGroup: `terms['x']` must be an ObsTerm, got function",
+        ),
+        (
+            lambda: JointPositionAction(("a",), use_default_offset="no"),  # type: ignore[arg-type]
+            "JointPositionAction: `use_default_offset` must be a bool (True or False), got 'no'",
+        ),
+        (
+            lambda: JointPositionAction(("a",), subtract_encoder_bias=1),  # type: ignore[arg-type]
+            "JointPositionAction: `subtract_encoder_bias` must be a bool (True or False), got 1",
+        ),
+        (lambda: EventTerm("reset_joints", "reset"), "EventTerm('reset_joints'): `func` must be callable"),
+        (lambda: CurriculumTerm(None), "CurriculumTerm(None): `func` must be callable"),  # type: ignore[arg-type]
+        (lambda: MetricTerm(3), "MetricTerm(3): `func` must be callable"),  # type: ignore[arg-type]
+        (
+            lambda: mdp.VelocityCommandCfg(velocity_stages=((0, (-1.0, 1.0)),)),  # type: ignore[arg-type]
+            "VelocityCommandCfg: `velocity_stages[0]` must be (first env step: int >= 0, lin_vel_x (lo, hi)",
+        ),
+        (
+            lambda: mdp.VelocityCommandCfg(velocity_stages=(0, (-1.0, 1.0), (-0.5, 0.5))),  # type: ignore[arg-type]
+            "VelocityCommandCfg: `velocity_stages[0]` must be (first env step",
+        ),
+        (
+            lambda: mdp.VelocityCommandCfg(velocity_stages=(("0", (-1.0, 1.0), (-0.5, 0.5)),)),  # type: ignore[arg-type]
+            "VelocityCommandCfg: `velocity_stages[0]` must be (first env step",
+        ),
+    ],
+)
+def test_config_type_holes_are_refused_by_field(declare: Callable[[], Any], message: str) -> None:
+    """Truthy strings as flags, terms that are not callable, malformed velocity stages: refused by field."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        declare()

@@ -178,3 +178,50 @@ def test_recording_steps_make_no_host_read() -> None:
     actions = [2.0 * a for a in _actions(20, 6)]
     assert_no_host_reads(lambda: [env.step(a) for a in actions])
     assert made[0].recorder_manager.ends.any()
+
+
+def test_export_motion_writes_joints_and_bodies_in_model_order(tmp_path: Path) -> None:
+    """Recorders naming bodies and joints in another order export a clip in the model's order (a clip's)."""
+    recorders = mdp.motion_recorders(BODIES[::-1], joint_names=("right_hip", "left_hip"))
+    cfg = replace(user_task(), recorders=recorders, refresh="com")
+    env = ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=0)
+    for a in _actions(3, 2):
+        env.step(a)
+    env.reset(options={"reset_mask": torch.tensor([True, False])})
+    path = tmp_path / "clip.npz"
+    recorded = env.recorder_manager.export_motion(path)
+    clip = np.load(path)
+    for key in MOTION_FIELDS:  # both recorded reversed: the model's order is the reverse
+        np.testing.assert_array_equal(clip[key], recorded.fields[key][:, ::-1], err_msg=key)
+    assert clip["body_pos_w"][0, 0, 2] == pytest.approx(0.35, abs=0.05)  # body 0: the base at its spawn height
+    env.close()
+
+
+def test_export_says_how_many_finished_episodes_it_could_not_write(tmp_path: Path) -> None:
+    """Episodes that outgrew the ring are named by count in a warning (they were dropped silently)."""
+    env = ManagerBasedEnv(recorded_task(frames=4), 2, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=1)
+    for a in _actions(5, 2):
+        env.step(a)
+    env.reset(options={"reset_mask": torch.tensor([True, False])})  # row 0: 6 frames in a 4-frame ring
+    env.step(_actions(1, 2)[0])
+    env.reset(options={"reset_mask": torch.tensor([True, True])})  # row 0: 2 frames (kept); row 1: 8 (dropped)
+    with pytest.warns(UserWarning, match=r"2 finished episode\(s\) are not whole in the ring of 4 frames"):
+        assert env.recorder_manager.export(tmp_path / "rollout.npz") == 1
+    env.close()
+
+
+@pytest.mark.parametrize("name", ["rollout", "rollout.data"])
+def test_export_writes_exactly_the_path_asked(tmp_path: Path, name: str) -> None:
+    """A path without ``.npz`` is written as given (numpy's savez would write ``<path>.npz``)."""
+    env = ManagerBasedEnv(recorded_task(), 2, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=0)
+    for a in _actions(2, 2):
+        env.step(a)
+    env.reset(options={"reset_mask": torch.tensor([True, True])})
+    env.recorder_manager.export(tmp_path / name)
+    env.recorder_manager.export_motion(tmp_path / f"{name}.motion")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([name, f"{name}.motion"])
+    assert np.load(tmp_path / name)["episode_lengths"].tolist() == [3, 3]
+    env.close()

@@ -152,3 +152,23 @@ def test_record_substeps_is_refused_after_the_physics_ran() -> None:
     env.step(torch.zeros(N, 2))
     with pytest.raises(RuntimeError, match="the physics has run already"):
         env.record_substeps([0])
+
+
+@pytest.mark.parametrize(
+    ("sensor", "message"),
+    [
+        ('<framequat name="q" objtype="body" objname="base"/>', "sensor 'q' is a mjSENS_FRAMEQUAT sensor"),
+        (
+            '<contact name="q" geom1="left_foot" data="found normal"/>',
+            "contact sensor 'q' gives data ['found', 'normal']; it must give exactly [\"found\", \"force\"]",
+        ),
+    ],
+    ids=["quaternion", "other-data"],
+)
+def test_a_four_value_sensor_that_is_not_found_force_is_refused(sensor: str, message: str) -> None:
+    """Any sensor with 4 values was read as (found, force): a quaternion, a contact sensor's normal."""
+    cfg = _task(4, 0)
+    model = str(cfg.model).replace("</sensor>", f"{sensor}</sensor>")
+    cfg = replace(cfg, model=model).with_term("sensors", "feet_contact", mdp.ContactSensorCfg(("q",)))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        ManagerBasedEnv(cfg, N, device="cpu", max_episode_steps=10)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -27,6 +28,7 @@ from gym_graphreset.tasks.terrain import (
     TerrainGeneratorCfg,
     WaveTerrainCfg,
     add_terrain,
+    check_model_terrain,
     generate_terrain,
 )
 
@@ -46,6 +48,9 @@ SMALL = TerrainGeneratorCfg(
     border_width=2.0,
     seed=7,
 )
+
+
+TINY_STEPS = PyramidStairsTerrainCfg(step_width=1e-4, border_width=0.0)
 
 
 def ray_down(m: mujoco.MjModel, d: mujoco.MjData, x: float, y: float, top: float = 10.0) -> float:
@@ -132,6 +137,52 @@ def test_add_terrain_replaces_the_floor_and_retargets_sensors() -> None:
     assert m.sensor_reftype[0] == mujoco.mjtObj.mjOBJ_BODY and m.sensor_refid[0] == body
 
 
+def test_add_terrain_refuses_a_floor_the_model_does_not_have() -> None:
+    """``floor=`` naming no world geom is refused (the plane would stay over the terrain); ``None`` adds it alone."""
+    robot = """<mujoco><worldbody><geom name="ground" type="plane" size="0 0 1"/>
+      <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+    terrain = generate_terrain(replace(SMALL, num_rows=2))
+    with pytest.raises(ValueError, match=r"`floor` 'floor' is no geom.*'ground'"):
+        add_terrain(robot, terrain)
+    m = mujoco.MjModel.from_xml_string(add_terrain(robot, terrain, floor=None))
+    assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "ground") >= 0 and m.nhfield == 1
+
+
+ROBOT = """<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>
+  <body name="b" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"num_rows": 3}, "num_rows"), ({"seed": 8}, "seed"), ({"size": (4.0, 4.4)}, "size")],
+)
+@pytest.mark.parametrize("how", ["add_terrain", "to_mjcf"])
+def test_a_terrain_other_than_the_models_is_refused_naming_the_field(change: dict, field: str, how: str) -> None:
+    """The model keeps its generator config: another one is refused naming the field; the same one passes."""
+    small = replace(SMALL, num_rows=2)
+    built = generate_terrain(small)
+    xml = add_terrain(ROBOT, built) if how == "add_terrain" else built.to_mjcf()
+    m = mujoco.MjModel.from_xml_string(xml)
+    check_model_terrain(m, built, "TerrainCfg")
+    with pytest.raises(ValueError, match=rf"TerrainCfg: `generator.{field}`"):
+        check_model_terrain(m, generate_terrain(replace(small, **change)), "TerrainCfg")
+
+
+@pytest.mark.parametrize("change", [{"num_rows": 3}, {"seed": 8}, {"horizontal_scale": 0.05}])
+def test_a_terrain_other_than_the_models_is_refused_without_the_kept_config(change: dict) -> None:
+    """A model without the kept config (edited by hand) is compared by its heightfield and boxes."""
+    import re
+
+    small = replace(SMALL, num_rows=2)
+    xml = re.sub(r"<custom>.*?</custom>", "", add_terrain(ROBOT, generate_terrain(small)), flags=re.S)
+    m = mujoco.MjModel.from_xml_string(xml)
+    check_model_terrain(m, generate_terrain(small), "TerrainCfg")
+    with pytest.raises(ValueError, match="the model's terrain is not the one `generator` makes"):
+        check_model_terrain(m, generate_terrain(replace(small, **change)), "TerrainCfg")
+    with pytest.raises(ValueError, match="the model holds no terrain"):
+        check_model_terrain(mujoco.MjModel.from_xml_string(ROBOT), generate_terrain(small), "TerrainCfg")
+
+
 def test_waves_follow_mjlabs_formula() -> None:
     """At difficulty 1 on an 8 m cell: a flat border, heights on the 5 mm vertical step, peak to peak twice the
     0.2 m amplitude (less the quantisation), centred on 0, ``num_waves`` crests of the cosine along x."""
@@ -191,6 +242,13 @@ def test_rough_preset_is_mjlabs_grid() -> None:
         (lambda: replace(SMALL, sub_terrains={"s": PyramidStairsTerrainCfg(platform_width=50.0)}), "platform_width"),
         (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(platform_width=50.0)}), "platform_width"),
         (lambda: replace(SMALL, size=(1e5, 1e5)), "size"),  # 7 TiB of heights: refused before allocating
+        (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(num_boxes=10**6)}), "num_boxes"),
+        (lambda: replace(SMALL, sub_terrains={"s": TINY_STEPS}), "step_width"),  # 20,000 steps per cell
+        (lambda: replace(SMALL, sub_terrains={"s": PyramidStairsTerrainCfg(border_width=2.0)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"r": RandomRoughTerrainCfg(border_width=2.5)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"p": PyramidSlopeTerrainCfg(platform_width=3.6)}), "platform_width"),
+        (lambda: replace(SMALL, sub_terrains={"p": PyramidSlopeTerrainCfg(border_width=2.0)}), "border_width"),
+        (lambda: replace(SMALL, sub_terrains={"b": RandomBoxesTerrainCfg(platform_width=3.5)}), "platform_width"),
         (lambda: generate_terrain(SMALL).env_origins(0), "num_envs"),
         (lambda: generate_terrain(SMALL).env_origins(4, max_init_level=-1), "max_init_level"),
         (lambda: generate_terrain(SMALL).env_origins(4, seed="a"), "seed"),  # type: ignore[arg-type]
@@ -206,8 +264,10 @@ def test_env_origins_by_proportion_and_level() -> None:
     """Envs spread over the columns by proportion (each column at least one), levels within max_init_level."""
     t = generate_terrain(replace(SMALL, sub_terrains={"a": FlatTerrainCfg(proportion=3.0), "b": FlatTerrainCfg()}))
     levels, types, origins = t.env_origins(8, max_init_level=2)
-    assert types.tolist() == [0] * 6 + [1] * 2
+    assert types[:2].tolist() == [0, 1] and types.bincount().tolist() in ([6, 2], [5, 3], [7, 1])
     assert int(levels.max()) <= 2
+    _, many, _ = t.env_origins(4000)
+    assert abs(int(many.bincount()[0]) - 3000) < 20  # every prefix within a few envs of the proportions
     assert torch.allclose(origins, torch.tensor(t.origins[levels.numpy(), types.numpy()], dtype=torch.float32))
 
 
@@ -224,6 +284,7 @@ from gym_graphreset.tasks import (  # noqa: E402
     ObsGroup,
     ObsTerm,
     TaskCfg,
+    TerminationTerm,
     mdp,
 )
 from gym_graphreset.tasks.mdp.terrain_levels import (  # noqa: E402
@@ -259,7 +320,7 @@ CURRICULUM_GRID = TerrainGeneratorCfg(
 EPISODE_S = 2.0
 
 
-def curriculum_env(n: int) -> ManagerBasedEnv:
+def curriculum_env(n: int, **kwargs: Any) -> ManagerBasedEnv:
     cfg = TaskCfg(
         model=add_terrain(FLOATER, generate_terrain(CURRICULUM_GRID)),
         decimation=1,
@@ -277,7 +338,7 @@ def curriculum_env(n: int) -> ManagerBasedEnv:
         base_body="base",
         init_base_height=0.5,
     )
-    return ManagerBasedEnv(cfg, n, device="cpu")
+    return ManagerBasedEnv(cfg, n, device="cpu", **kwargs)
 
 
 def test_curriculum_moves_levels_by_mjlabs_rule_on_the_reset_rows() -> None:
@@ -324,3 +385,57 @@ def test_curriculum_makes_no_host_read() -> None:
     rows = torch.tensor([True, False, True, False])
     terrain_levels_vel(env, rows)  # warm
     assert_no_host_reads(lambda: terrain_levels_vel(env, rows))
+
+
+@pytest.mark.parametrize(("change", "field"), [({"num_rows": 6}, "num_rows"), ({"seed": 3}, "seed")])
+def test_env_refuses_a_terrain_cfg_other_than_the_models(change: dict, field: str) -> None:
+    """A ``TerrainCfg`` with more rows or another seed than the model's terrain is refused when the env is built."""
+    cfg = curriculum_env(2).cfg
+    other = replace(cfg, sensors={"terrain": TerrainCfg(replace(CURRICULUM_GRID, **change), max_init_level=1)})
+    with pytest.raises(ValueError, match=rf"`generator.{field}`"):
+        ManagerBasedEnv(other, 2, device="cpu")
+
+
+def test_env_origins_are_a_function_of_the_global_env_index() -> None:
+    """Envs 4..7 of one population start on the same cells whether one process or a second rank holds them."""
+    t = generate_terrain(SMALL)
+    whole = t.env_origins(8, max_init_level=3)
+    share = t.env_origins(4, max_init_level=3, first_env=4)
+    for a, b in zip(whole, share, strict=True):
+        assert torch.equal(a[4:], b)
+    assert len(set(whole[0].tolist())) > 1  # levels are drawn, not all equal
+
+
+def test_terrain_levels_and_types_follow_the_global_env_offset() -> None:
+    """Under torchrun a rank's rows (``global_env_offset``) start where one process's rows of those ids do."""
+    one = curriculum_env(8).sensors["terrain"]
+    rank1 = curriculum_env(4, global_env_offset=4).sensors["terrain"]
+    assert torch.equal(rank1.levels, one.levels[4:]) and torch.equal(rank1.types, one.types[4:])
+    assert not torch.equal(rank1.levels, one.levels[:4]) or not torch.equal(rank1.types, one.types[:4])
+
+
+def test_curriculum_measures_the_walk_against_the_envs_own_horizon() -> None:
+    """With ``max_episode_steps`` of 0.5 s (not ``episode_length_s`` = 2 s), 0.4 m at 1 m/s is enough to stay."""
+    env = curriculum_env(2, max_episode_steps=100)  # 100 steps x 5 ms
+    state = env.sensors["terrain"]
+    env.step(torch.zeros(2, 1))
+    state.levels.copy_(torch.tensor([1, 1]))
+    state.move(torch.zeros(2, dtype=torch.bool), *(torch.zeros(2, dtype=torch.bool),) * 2, torch.zeros(2))
+    qpos, qvel = env.state()
+    qpos[:, 0:2] = state.origins[:, 0:2] + torch.tensor([[0.4, 0.0], [0.1, 0.0]])
+    env.set_state(qpos, qvel)
+    env.commands["twist"].command.copy_(torch.tensor([[1.0, 0, 0], [1.0, 0, 0]]))
+    env.reset(options={"reset_mask": torch.tensor([True, True])})
+    assert state.levels.tolist() == [1, 0]  # half of 0.5 s at 1 m/s is 0.25 m: 0.4 m stays, 0.1 m goes down
+
+
+def test_an_unknown_terrain_name_is_refused_when_the_env_is_built() -> None:
+    """A term naming a terrain the task does not have fails at construction naming the term, not at a step."""
+    cfg = curriculum_env(2).cfg
+    bounds = TerminationTerm(mdp.out_of_terrain_bounds, {"terrain_name": "ground"}, time_out=True)
+    with pytest.raises(ValueError, match=r"terminations\['bounds'\]: 'out_of_terrain_bounds' param `terrain_name`"):
+        ManagerBasedEnv(cfg.with_term("terminations", "bounds", bounds), 2, device="cpu")
+    no_terrain = replace(cfg, sensors={})  # terrain_name left at its default, "terrain"
+    message = r"events\['on_cell'\]: 'reset_to_terrain_origin' param `terrain_name`: the task has no sensor 'terrain'"
+    with pytest.raises(ValueError, match=message):
+        ManagerBasedEnv(no_terrain, 2, device="cpu")

@@ -49,7 +49,18 @@ class VelocityCommandCfg:
     heading_stiffness: float = 0.5
 
     def __post_init__(self) -> None:
-        steps = [stage[0] for stage in self.velocity_stages]
+        stages = self.velocity_stages
+        shape = "a non-empty tuple of (first env step: int >= 0, lin_vel_x (lo, hi), ang_vel_z (lo, hi)) stages"
+        if not (isinstance(stages, (tuple, list)) and stages):
+            raise ValueError(f"VelocityCommandCfg: `velocity_stages` must be {shape}, got {stages!r}")
+        for k, stage in enumerate(stages):
+            step = stage[0] if isinstance(stage, (tuple, list)) and len(stage) == 3 else None
+            if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+                raise ValueError(
+                    f"VelocityCommandCfg: `velocity_stages[{k}]` must be (first env step: int >= 0, lin_vel_x "
+                    f"(lo, hi), ang_vel_z (lo, hi)), got {stage!r}"
+                )
+        steps = [stage[0] for stage in stages]
         if not steps or steps[0] != 0 or steps != sorted(steps):
             raise ValueError(
                 "VelocityCommandCfg: `velocity_stages` must start at env step 0 and be sorted by step, "

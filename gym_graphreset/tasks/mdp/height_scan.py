@@ -30,7 +30,7 @@ import torch
 
 from gym_graphreset.tasks.binding import reads_sensors
 from gym_graphreset.tasks.mdp import math as M
-from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group
+from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group, check_refresh
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -139,6 +139,7 @@ class RayCastSensor(RayBuffers):
 
         self.cfg, self.env, self.cast = cfg, env, cfg.cast
         n, dev = env.num_envs, env.device
+        check_refresh(env, "RayCastSensorCfg")
         check_geom_group(env, cfg.geom_group, "RayCastSensorCfg")
         try:
             self.body_id = env.body_id(cfg.body)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
+from gym_graphreset.tasks.binding import POSITIVE, interval
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp.commands import span
 from gym_graphreset.tasks.mdp.recorders import body_ang_vel_w, body_lin_vel_w
@@ -49,8 +50,11 @@ class MotionCommandCfg:
         joint_position_range: Start joint-position noise [rad] (clipped to the soft limits).
         sampling_mode: ``"adaptive"`` (failure-weighted bins), ``"uniform"`` frames or ``"start"`` (frame 0).
         adaptive_kernel_size, adaptive_lambda: The smoothing kernel ``lambda**i`` over the next bins.
-        adaptive_uniform_ratio: The uniform share mixed into the failure distribution.
+        adaptive_uniform_ratio: The uniform share mixed into the failure distribution (> 0: every bin can
+            be drawn, before any failure too).
         adaptive_alpha: The weight of this step's failures in the per-bin average.
+
+    Every range is finite and every number a real number (a bool or a string is refused, naming the field).
     """
 
     motion_file: str | Path
@@ -67,27 +71,34 @@ class MotionCommandCfg:
 
     def __post_init__(self) -> None:
         where = "MotionCommandCfg"
+
+        def refuse(name: str, text: str) -> None:
+            raise ValueError(f"{where}: `{name}` must be {text}, got {getattr(self, name)!r}")
+
+        if not isinstance(self.motion_file, (str, Path)):
+            refuse("motion_file", "a path (str or pathlib.Path) to an .npz clip")
         names = self.body_names
         if not (isinstance(names, tuple) and names and all(isinstance(b, str) for b in names)):
-            raise ValueError(f"{where}: `body_names` must be a non-empty tuple of body names, got {names!r}")
-        if self.anchor_body not in names:
+            refuse("body_names", "a non-empty tuple of body names")
+        if not (isinstance(self.anchor_body, str) and self.anchor_body in names):
             raise ValueError(f"{where}: `anchor_body` {self.anchor_body!r} must be one of `body_names` {names}")
+        pair = interval()
         for name in ("pose_range", "velocity_range"):
             value = getattr(self, name)
-            if len(value) != 6 or any(len(r) != 2 or not r[0] <= r[1] for r in value):
-                raise ValueError(f"{where}: `{name}` must be 6 (lo, hi) pairs with lo <= hi, got {value!r}")
-        lo, hi = self.joint_position_range
-        if not lo <= hi:
-            raise ValueError(f"{where}: `joint_position_range` must be (lo, hi) with lo <= hi, got {(lo, hi)!r}")
+            if not (isinstance(value, (tuple, list)) and len(value) == 6 and all(pair.ok(r) for r in value)):
+                refuse(name, "6 (lo, hi) pairs of finite numbers with lo <= hi")
+        if not pair.ok(self.joint_position_range):
+            refuse("joint_position_range", "a (lo, hi) pair of finite numbers with lo <= hi")
         if self.sampling_mode not in ("adaptive", "uniform", "start"):
-            modes = "'adaptive', 'uniform' or 'start'"
-            raise ValueError(f"{where}: `sampling_mode` must be {modes}, got {self.sampling_mode!r}")
-        if not (isinstance(self.adaptive_kernel_size, int) and self.adaptive_kernel_size >= 1):
-            raise ValueError(f"{where}: `adaptive_kernel_size` must be an int >= 1, got {self.adaptive_kernel_size!r}")
-        for name in ("adaptive_lambda", "adaptive_uniform_ratio", "adaptive_alpha"):
-            value = getattr(self, name)
-            if not (0.0 < value <= 1.0 if name != "adaptive_uniform_ratio" else value >= 0.0):
-                raise ValueError(f"{where}: `{name}` out of range, got {value!r}")
+            refuse("sampling_mode", "'adaptive', 'uniform' or 'start'")
+        k = self.adaptive_kernel_size
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            refuse("adaptive_kernel_size", "an int >= 1")
+        for name in ("adaptive_lambda", "adaptive_alpha"):
+            if not (POSITIVE.ok(getattr(self, name)) and getattr(self, name) <= 1.0):
+                refuse(name, "a finite number in (0, 1]")
+        if not POSITIVE.ok(self.adaptive_uniform_ratio):
+            refuse("adaptive_uniform_ratio", "a finite number > 0 (with 0, no bin can be drawn before a failure)")
 
     def build(self, env: ManagerBasedEnv) -> MotionCommand:
         """The command's state for ``env``."""
@@ -196,9 +207,13 @@ class MotionCommand:
         return ((self.time_steps * self.bin_count) // max(self.clip.num_frames, 1)).clamp(0, self.bin_count - 1)
 
     def start(self, rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """Count the failed episodes of ``rows``, draw their start frames (masked writes); the frames, ``(n,)``."""
+        """Count the failed episodes of ``rows``, draw their start frames (masked writes); the frames, ``(n,)``.
+
+        An episode counts once: a row reset again before its next step (its ``elapsed`` is 0, the termination
+        flags still those of the episode already counted) adds no failure.
+        """
         tm = self.env.termination_manager
-        failed = rows & (tm.flags & ~tm.time_out).any(dim=1)
+        failed = rows & (self.env.elapsed > 0) & (tm.flags & ~tm.time_out).any(dim=1)
         self.current_bin_failed.index_add_(0, self.current_bins(), failed.to(self.current_bin_failed.dtype))
         frames, mode = self.clip.num_frames, self.cfg.sampling_mode
         if mode == "adaptive":

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gym_graphreset.tasks.binding import NON_NEGATIVE, POSITIVE, accepts
+from gym_graphreset.tasks.binding import NON_NEGATIVE, POSITIVE, accepts, checked_by
 from gym_graphreset.tasks.mdp import math as M
 from gym_graphreset.tasks.mdp.motion import MotionCommand, motion_command
 
@@ -144,7 +144,19 @@ def bad_anchor_ori(env: ManagerBasedEnv, command_name: str, threshold: float) ->
     return (M.projected_gravity(m_quat)[:, 2] - M.projected_gravity(r_quat)[:, 2]).abs() > threshold
 
 
+def _tracked_bodies(env: ManagerBasedEnv, command_name: str, body_names: tuple[str, ...], **_: object) -> None:
+    """Refuse ``body_names`` the motion command does not track (checked when the env is built)."""
+    tracked = motion_command(env, command_name).cfg.body_names
+    if not (isinstance(body_names, tuple) and body_names and all(isinstance(b, str) for b in body_names)):
+        raise ValueError(f"param `body_names` must be a non-empty tuple of tracked bodies, got {body_names!r}")
+    if unknown := [b for b in body_names if b not in tracked]:
+        raise ValueError(
+            f"param `body_names`: {unknown} are not tracked by command {command_name!r}; it tracks {list(tracked)}"
+        )
+
+
 @accepts(threshold=NON_NEGATIVE)
+@checked_by(_tracked_bodies)
 def bad_motion_body_pos_z_only(
     env: ManagerBasedEnv, command_name: str, threshold: float, body_names: tuple[str, ...]
 ) -> torch.Tensor:

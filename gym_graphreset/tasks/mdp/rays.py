@@ -30,6 +30,19 @@ def check_cast(where: str, cast: object) -> None:
         raise ValueError(f"{where}: `cast` must be 'each_phase' or 'before_obs', got {cast!r}")
 
 
+def check_refresh(env: ManagerBasedEnv, where: str) -> None:
+    """Refuse a task whose resets leave body and site poses stale (``TaskCfg.refresh="none"``).
+
+    Rays start at a body's or site's pose: after a reset without a refresh that is still the previous
+    episode's, so the reset rows' first observation would scan the ground where the robot was, not where it is.
+    """
+    if env.refresh == "none":
+        raise ValueError(
+            f"{where}: rays are cast from body and site poses, which a reset with TaskCfg.refresh='none' "
+            "leaves at the previous episode's; use refresh='kinematics' (or 'com')"
+        )
+
+
 def check_geom_group(env: ManagerBasedEnv, group: int | None, where: str) -> None:
     """Refuse a ``geom_group`` no geom of the model is in (``where`` names the sensor): every ray would miss."""
     if group is None:

@@ -18,10 +18,18 @@ if TYPE_CHECKING:
 
 __all__ = ["ContactSensor", "ContactSensorCfg"]
 
+_CONTACT_DATA = ("found", "force", "torque", "dist", "pos", "normal", "tangent")
+"""MuJoCo's contact sensor data fields, by bit of its ``data`` attribute (``sensor_intprm[:, 0]``)."""
+_FOUND_FORCE = 0b11
+"""``data="found force"``: the only fields :class:`ContactSensor` reads."""
+
 
 @dataclass(frozen=True)
 class ContactSensorCfg:
     """Contact sensors by name, each with 4 values per step: found (> 0 in contact) and a force (3).
+
+    Each must be a MuJoCo ``contact`` sensor with ``data="found force"`` and one slot; any other sensor (a
+    quaternion's 4 values, a contact sensor with other data fields) is refused by name when the env is built.
 
     The force is what the MuJoCo sensor's ``reduce`` declares: the net force of its contacts (``netforce``,
     the feet's), or its first contact's (no reduction and one slot, mjlab's collision sensors).
@@ -84,6 +92,19 @@ class ContactSensor:
             sid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)
             if sid < 0:
                 raise ValueError(f"ContactSensorCfg: the model has no sensor {name!r}")
+            kind = int(mjm.sensor_type[sid])
+            if kind != mujoco.mjtSensor.mjSENS_CONTACT:
+                raise ValueError(
+                    f"ContactSensorCfg: sensor {name!r} is a {mujoco.mjtSensor(kind).name} sensor; it must be a "
+                    f'MuJoCo contact sensor with data="found force" (<contact ... data="found force"/>)'
+                )
+            fields = int(mjm.sensor_intprm[sid, 0])
+            if fields != _FOUND_FORCE:
+                got = [n for bit, n in enumerate(_CONTACT_DATA) if fields >> bit & 1]
+                raise ValueError(
+                    f"ContactSensorCfg: contact sensor {name!r} gives data {got}; it must give exactly "
+                    f'["found", "force"] (data="found force")'
+                )
             if int(mjm.sensor_dim[sid]) != 4:
                 raise ValueError(
                     f"ContactSensorCfg: sensor {name!r} must give 4 values (found, force xyz), "

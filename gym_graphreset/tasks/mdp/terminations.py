@@ -9,6 +9,7 @@ import torch
 from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts, reads_sensors
 from gym_graphreset.tasks.mdp import observations as O
 from gym_graphreset.tasks.mdp.sensors import ContactSensor
+from gym_graphreset.tasks.terrain_state import TerrainState
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
@@ -55,6 +56,7 @@ def contact_forces(env: ManagerBasedEnv, sensor_name: str, where: str) -> torch.
 
 
 @accepts(margin=NON_NEGATIVE)
+@reads_sensors(terrain_name=TerrainState)
 def out_of_terrain_bounds(env: ManagerBasedEnv, margin: float = 0.3, terrain_name: str = "terrain") -> torch.Tensor:
     """The base left the generated grid and its border, less ``margin`` [m] (mjlab's; declare ``time_out=True``)."""
     from gym_graphreset.tasks.mdp.terrain_levels import terrain_state

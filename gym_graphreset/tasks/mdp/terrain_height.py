@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.tasks.binding import reads_sensors
-from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group
+from gym_graphreset.tasks.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group, check_refresh
 
 if TYPE_CHECKING:
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
 __all__ = ["TerrainHeightSensor", "TerrainHeightSensorCfg", "ring_pattern", "terrain_height"]
+
+_MAX_RING_SAMPLES = 1024
+"""The most rays of one site's ring (mjlab's feet use 4 to 6): more would allocate and cast per site for nothing."""
 
 
 def ring_pattern(radius: float, num_samples: int) -> torch.Tensor:
@@ -68,8 +71,8 @@ class TerrainHeightSensorCfg:
         if not (isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r < float("inf")):
             raise ValueError(f"{where}: `radius` must be a finite number >= 0, got {r!r}")
         n = self.num_samples
-        if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
-            raise ValueError(f"{where}: `num_samples` must be an int >= 0, got {n!r}")
+        if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= _MAX_RING_SAMPLES):
+            raise ValueError(f"{where}: `num_samples` must be an int in [0, {_MAX_RING_SAMPLES}], got {n!r}")
         d = self.max_distance
         if not (isinstance(d, (int, float)) and not isinstance(d, bool) and 0 < d < float("inf")):
             raise ValueError(f"{where}: `max_distance` must be a finite number > 0, got {d!r}")
@@ -97,6 +100,7 @@ class TerrainHeightSensor(RayBuffers):
 
         self.cfg, self.env, self.cast = cfg, env, cfg.cast
         n, dev, wdev = env.num_envs, env.device, env.wp_device
+        check_refresh(env, "TerrainHeightSensorCfg")
         check_geom_group(env, cfg.geom_group, "TerrainHeightSensorCfg")
         try:
             self.site_ids = env.site_ids(cfg.sites)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.core.rng import counter_uniform
+from gym_graphreset.tasks.binding import reads_sensors
 from gym_graphreset.tasks.terrain_state import TerrainState
 
 if TYPE_CHECKING:
@@ -35,15 +36,18 @@ def terrain_state(env: ManagerBasedEnv, terrain_name: str = "terrain") -> Terrai
     return state
 
 
+@reads_sensors(terrain_name=TerrainState)
 def terrain_levels_vel(
     env: ManagerBasedEnv, rows: torch.Tensor, command_name: str = "twist", terrain_name: str = "terrain"
 ) -> torch.Tensor:
     """The terrain curriculum (mjlab's rule) at a reset, on ``rows``: up a level past half a cell walked.
 
     ``distance = |base xy - cell origin xy|`` at the end of the episode; up if ``distance > size_x / 2``, else
-    down if ``distance < |command xy| * episode_length_s / 2``. A level past the last row is redrawn
-    uniformly (a counter-based draw keyed by the ending episode), a level below 0 stays 0. Levels do not
-    move at the first reset (before any env step). Everything is masked on the device: no host read.
+    down if ``distance < |command xy| * horizon / 2``, the horizon being the env's episode length in seconds
+    (``max_episode_steps * step_dt``: ``episode_length_s`` unless the env was given another
+    ``max_episode_steps``). A level past the last row is redrawn uniformly (a counter-based draw keyed by the
+    ending episode), a level below 0 stays 0. Levels do not move at the first reset (before any env step).
+    Everything is masked on the device: no host read.
 
     Returns:
         ``(n,)`` float, every env's level after the move (kept in ``env.curriculum_manager.values``).
@@ -53,7 +57,8 @@ def terrain_levels_vel(
     command = env.commands[command_name].command
     started = env.common_step > 0
     up = (distance > 0.5 * state.terrain.cfg.size[0]) & started
-    wanted = torch.linalg.vector_norm(command[:, 0:2], dim=1) * env.cfg.episode_length_s * 0.5
+    horizon_s = env.max_episode_steps * env.step_dt  # the env's own horizon (``max_episode_steps`` may differ)
+    wanted = torch.linalg.vector_norm(command[:, 0:2], dim=1) * horizon_s * 0.5
     down = (distance < wanted) & ~up & started
     stream = env.constant(
         ("terrain_levels_stream", terrain_name), lambda: env.streams(f"terrain_levels.{terrain_name}")
@@ -63,6 +68,7 @@ def terrain_levels_vel(
     return state.levels.to(torch.float32)
 
 
+@reads_sensors(terrain_name=TerrainState)
 def reset_to_terrain_origin(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, terrain_name: str = "terrain"
 ) -> None:
@@ -71,6 +77,7 @@ def reset_to_terrain_origin(
     env.initial_state.qpos[:, 0:3] += state.origins
 
 
+@reads_sensors(terrain_name=TerrainState)
 def terrain_level(env: ManagerBasedEnv, terrain_name: str = "terrain") -> torch.Tensor:
     """Each env's terrain level, ``(n,)`` float (a metric: its episode mean is the level)."""
     return terrain_state(env, terrain_name).levels.to(torch.float32)

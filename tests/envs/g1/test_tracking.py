@@ -122,6 +122,21 @@ def test_failures_are_counted_in_their_bins() -> None:
     assert failed.any() and motion.bin_failed_count.sum() > 0
 
 
+def test_a_failure_is_counted_once_when_its_row_is_reset_again() -> None:
+    """A failed episode adds one to its bin, also when its row is reset a second time before the next step."""
+    env = G1TrackingFlatEnv(2, device="cpu", cfg=_exact(g1_tracking_flat_cfg()))
+    env.step(torch.zeros(2, NJ))
+    tm = env.termination_manager
+    failure = int((~tm.time_out).nonzero()[0, 0])
+    tm.flags.zero_()
+    tm.flags[0, failure] = True
+    env.motion.current_bin_failed.zero_()
+    mask = torch.tensor([True, False])
+    env.reset(options={"reset_mask": mask})
+    env.reset(options={"reset_mask": mask})
+    assert env.motion.current_bin_failed.sum().item() == 1.0
+
+
 def test_the_clips_end_truncates_and_a_users_clip_runs(tmp_path: Path) -> None:
     """A 10-frame user clip (cut from the shipped one): episodes starting at frame 0 time out at its end."""
     data = dict(np.load(G1_CLIP))
@@ -154,6 +169,15 @@ def test_bad_configs_are_refused(tmp_path: Path) -> None:
         T.MotionCommandCfg(G1_CLIP, anchor_body="pelvis", body_names=("pelvis",), sampling_mode="random")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("give `motion_file` / `model_xml` / `keep_sensors` or `cfg`")):
         G1TrackingFlatEnv(1, device="cpu", motion_file=G1_CLIP, cfg=cfg)
+
+
+def test_an_untracked_body_of_a_term_is_refused_when_the_env_is_built() -> None:
+    """``bad_motion_body_pos_z_only`` naming a body the command does not track fails at construction, by term."""
+    cfg = g1_tracking_flat_cfg()
+    params = {**cfg.terminations["ee_body_pos"].params, "body_names": ("left_ankle_roll_link", "head")}
+    cfg = cfg.replace_term("terminations", "ee_body_pos", params=params)
+    with pytest.raises(ValueError, match=re.escape("terminations['ee_body_pos']: 'bad_motion_body_pos_z_only': param")):
+        G1TrackingFlatEnv(1, device="cpu", cfg=cfg)
 
 
 def test_ppo_example_trains_on_tracking(tmp_path: Path) -> None:
