@@ -38,6 +38,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.draws import DrawBlock, StreamAllocator
@@ -51,9 +52,10 @@ from gym_graphreset.tasks.managers import (
     TerminationManager,
 )
 from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
-from gym_graphreset.tasks.protocols import CommandTerm
+from gym_graphreset.tasks.protocols import CommandTerm, check_command
 from gym_graphreset.tasks.recorders import RecorderManager
 from gym_graphreset.tasks.sensing import Sensors
+from gym_graphreset.tasks.term_checks import TermChecks
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 
@@ -78,6 +80,16 @@ def _check_model_fields(cfg: TaskCfg) -> None:
             close = difflib.get_close_matches(unknown, sorted(fields), n=3)
             hint = f"; close: {close}" if close else ""
             raise ValueError(f"events[{name!r}]: `model_fields` has {unknown!r}, no field of mujoco_warp.Model{hint}")
+
+
+def _check_time_out(cfg: TaskCfg) -> None:
+    """Refuse a task none of whose termination terms is a time-out: its episodes would never end."""
+    if not any(t.time_out for t in cfg.terminations.values()):
+        raise ValueError(
+            f"TaskCfg.terminations: no term is a time-out (`time_out=True`), so episodes would never end at "
+            f"`episode_length_s` ({cfg.episode_length_s:g} s); terms: {list(cfg.terminations)}. Add "
+            "'time_out': TerminationTerm(mdp.time_out, time_out=True)"
+        )
 
 
 class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
@@ -123,6 +135,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
+        _check_time_out(cfg)
         _check_model_fields(cfg)
         self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.batched_fields))
         self.refresh = cfg.refresh
@@ -161,6 +174,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
         self.sensors = Sensors(self)
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
+        for name, command in self.commands.items():
+            check_command(f"commands[{name!r}]", command)
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
         self._command_reset_words = {
@@ -191,6 +206,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             for g, cols in self.observation_layout.items()
         }
         self.recorder_manager = RecorderManager(self)
+        self.term_checks = TermChecks(self)
         self.reward_names = self.reward_manager.names
         self.termination_names = self.termination_manager.names
         self._startup_done = False  # the constructor's reset runs the startup events
@@ -373,6 +389,11 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """The engine's checks, then each observation and reward term's finite check, by name (no host read)."""
+        super().add_checks(latch)
+        self.term_checks.add_checks(latch)
 
     def describe(self) -> dict[str, Any]:
         """The task as built: terms of every manager, observation columns, every term's draw words and streams."""
