@@ -285,13 +285,15 @@ class EventManager:
         """The event's function bound to the env and its params; each call passes the rows and their draws.
 
         An ``IndexError`` from the call (an event reading more draw columns than its ``draws``) is raised
-        again naming the event, the draws it declared and the fix.
+        again naming the event, the draws it declared and the fix; the event's own ``ValueError`` naming it.
         """
         call = bind(self.env, term.func, term.params, f"events[{name!r}]", call_args=2)
 
         def run(rows: torch.Tensor, u: torch.Tensor) -> Any:
             try:
                 return call(rows, u)
+            except ValueError as e:  # the event's own refusal, named
+                raise ValueError(f"events[{name!r}]: {e}") from e
             except IndexError as e:
                 raise IndexError(
                     f"events[{name!r}]: {getattr(term.func, '__name__', term.func)!r} raised IndexError ({e}) with "

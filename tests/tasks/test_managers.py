@@ -152,6 +152,11 @@ def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) ->
             "`reset_draws` and `step_draws`",
         ),
         (
+            lambda c: replace(c, init_base_height=0.0),
+            "events['reset_base']: reset_root_state_uniform: TaskCfg.init_base_height is 0, so the base spawns at "
+            "0 + z (0.01, 0.05) m, in the ground: the robot would start in penetration",
+        ),
+        (
             lambda c: c.with_term("events", "lift", EventTerm(_lift_in_place, "reset")),
             "events['lift']: '_lift_in_place' wrote env.qpos or env.qvel, which the engine's reset overwrites on "
             "the reset rows with env.initial_state after the reset events: write the new episode's state to "
@@ -172,6 +177,7 @@ def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) ->
         "undeclared-draws",
         "misspelled-contact-sensor",
         "command-without-step-draws",
+        "spawn-in-the-ground",
         "reset-writes-qpos",
     ],
 )
