@@ -209,6 +209,11 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.term_checks = TermChecks(self)
         self.reward_names = self.reward_manager.names
         self.termination_names = self.termination_manager.names
+        self.info_columns = {  # InfoColumns: a conformance report names the term whose column differs
+            "reward_terms": self.reward_names,
+            "episode_reward_sums": self.reward_names,
+            "terminations": self.termination_names,
+        }
         self._startup_done = False  # the constructor's reset runs the startup events
 
     def _setup_joints(self) -> None:
