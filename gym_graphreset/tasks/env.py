@@ -55,7 +55,7 @@ from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
 from gym_graphreset.tasks.protocols import CommandTerm, check_command
 from gym_graphreset.tasks.recorders import RecorderManager
 from gym_graphreset.tasks.sensing import Sensors
-from gym_graphreset.tasks.term_checks import TermChecks
+from gym_graphreset.tasks.term_checks import TermChecks, check_time_out, warn_if_unwrapped
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 
@@ -80,16 +80,6 @@ def _check_model_fields(cfg: TaskCfg) -> None:
             close = difflib.get_close_matches(unknown, sorted(fields), n=3)
             hint = f"; close: {close}" if close else ""
             raise ValueError(f"events[{name!r}]: `model_fields` has {unknown!r}, no field of mujoco_warp.Model{hint}")
-
-
-def _check_time_out(cfg: TaskCfg) -> None:
-    """Refuse a task none of whose termination terms is a time-out: its episodes would never end."""
-    if not any(t.time_out for t in cfg.terminations.values()):
-        raise ValueError(
-            f"TaskCfg.terminations: no term is a time-out (`time_out=True`), so episodes would never end at "
-            f"`episode_length_s` ({cfg.episode_length_s:g} s); terms: {list(cfg.terminations)}. Add "
-            "'time_out': TerminationTerm(mdp.time_out, time_out=True)"
-        )
 
 
 class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
@@ -135,7 +125,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
-        _check_time_out(cfg)
+        check_time_out(cfg)
         _check_model_fields(cfg)
         self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.batched_fields))
         self.refresh = cfg.refresh
@@ -267,6 +257,20 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         return spaces.Dict({k: group_space(k, v) for k, v in obs.items()})
 
     # ------------------------------------------------------------------ engine hooks
+
+    _warned_alone: bool = False
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """The engine's step; the first one with no wrapper warns (once per env) that nothing resets done rows.
+
+        A task env resets only when asked (``reset(options={"reset_mask": ...})``):
+        :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` resets the rows that ended, as Gymnasium's
+        autoreset does.
+        """
+        if not self._warned_alone and not torch.compiler.is_compiling():
+            self._warned_alone = True
+            warn_if_unwrapped(self)
+        return super().step(actions)
 
     def _apply_actions(self, action: torch.Tensor) -> None:
         self.action_manager.apply(action)

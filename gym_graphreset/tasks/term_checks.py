@@ -1,4 +1,7 @@
-"""The deferred NaN checks of a task's terms: each observation and reward term under its own latch name.
+"""Checks of a task as a whole: a time-out term (built), each term's NaN (every step), an unwrapped step.
+
+:func:`check_time_out` refuses a task none of whose terminations is a time-out (its episodes would never end);
+:func:`warn_if_unwrapped` warns once when a task env is stepped with no wrapper to reset its done rows.
 
 The wrapper latches ``finite_obs`` and ``finite_reward`` for the env's outputs as a whole; the task layer knows
 which columns each term wrote, so :class:`TermChecks` latches one verdict per term
@@ -9,16 +12,46 @@ non-finite columns summed per term by one matrix product), the rewards two.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.core.participants import is_wrapped
 from gym_graphreset.core.protocols import CheckSink
 
 if TYPE_CHECKING:
+    from gym_graphreset.tasks.cfg import TaskCfg
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = ["TermChecks"]
+__all__ = ["TermChecks", "UnwrappedStepWarning", "check_time_out", "warn_if_unwrapped"]
+
+
+class UnwrappedStepWarning(UserWarning):
+    """A task env stepped with no wrapper: nothing resets its done rows, so its episodes never end."""
+
+
+def check_time_out(cfg: TaskCfg) -> None:
+    """Refuse a task none of whose termination terms is a time-out: its episodes would never end."""
+    if not any(t.time_out for t in cfg.terminations.values()):
+        raise ValueError(
+            f"TaskCfg.terminations: no term is a time-out (`time_out=True`), so episodes would never end at "
+            f"`episode_length_s` ({cfg.episode_length_s:g} s); terms: {list(cfg.terminations)}. Add "
+            "'time_out': TerminationTerm(mdp.time_out, time_out=True)"
+        )
+
+
+def warn_if_unwrapped(env: ManagerBasedEnv) -> None:
+    """Warn (an :class:`UnwrappedStepWarning`) if no open wrapper steps ``env``: nothing resets its done rows."""
+    if not is_wrapped(env):
+        warnings.warn(
+            f"{type(env).__name__} stepped with no wrapper: nothing resets the rows that end, so their episodes "
+            "never end (terminated/truncated rows keep stepping). Wrap it, FixedShapeAutoresetVectorEnv(env), "
+            "which resets done rows as Gymnasium's autoreset does, or reset them yourself with "
+            "env.reset(options={'reset_mask': terminated | truncated})",
+            UnwrappedStepWarning,
+            stacklevel=3,
+        )
 
 
 def _message(what: str, func: object) -> str:

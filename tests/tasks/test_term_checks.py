@@ -1,6 +1,9 @@
-"""A NaN from an observation or reward term is latched (no host read) under the term's own name."""
+"""A NaN from an observation or reward term is latched (no host read) under the term's own name; a task env
+stepped with no wrapper warns once that nothing resets it."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -8,7 +11,7 @@ import torch
 pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
 
 from gym_graphreset import DeferredValidationError, FixedShapeAutoresetVectorEnv
-from gym_graphreset.tasks import ManagerBasedEnv, ObsTerm, RewardTerm, TaskCfg
+from gym_graphreset.tasks import ManagerBasedEnv, ObsTerm, RewardTerm, TaskCfg, UnwrappedStepWarning
 from gym_graphreset.testing import assert_no_host_reads
 from tests.tasks.test_layer import user_task
 
@@ -47,3 +50,17 @@ def test_a_nan_is_latched_naming_its_term_and_row(change: object, name: str) -> 
     clean = [n for n in env.latch.names if n.startswith(("finite_obs[", "finite_reward[")) and n != name]
     assert clean and all(n not in text for n in clean), "only the broken term is named"
     env.close()
+
+
+def test_a_task_env_stepped_alone_warns_once_that_nothing_resets_it() -> None:
+    """Alone: one warning naming the wrapper, at the first step only; through the wrapper: none."""
+    env = ManagerBasedEnv(user_task(), 2, device="cpu")
+    with pytest.warns(UnwrappedStepWarning, match=r"nothing resets the rows that end.*FixedShapeAutoresetVectorEnv"):
+        env.step(torch.zeros(2, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnwrappedStepWarning)
+        env.step(torch.zeros(2, 2))
+        wrapped = FixedShapeAutoresetVectorEnv(ManagerBasedEnv(user_task(), 2, device="cpu"), "masked")
+        wrapped.reset(seed=0)
+        wrapped.step(torch.zeros(2, 2))
+    wrapped.close()
