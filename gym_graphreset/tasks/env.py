@@ -327,6 +327,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             self.invalidate()
         self.observing, self.observed_rows = True, rows
         try:
+            if apart:
+                self.sensors.cast_for_observation()  # outside the terms' loop: one declared break
             obs = self.observation_manager.compute(u, rows)
         finally:
             self.observing, self.observed_rows = False, None

@@ -332,10 +332,15 @@ class EventManager:
         An event that writes ``env.qpos`` or ``env.qvel`` in place is refused by name (the tensors' version
         counters, metadata: no device read): the engine writes the reset rows' state from
         ``env.initial_state`` after the events, so the write would be lost. The constructor's first reset
-        runs every reset event, so this fails when the env is built, before any physics step.
+        runs every reset event, so this fails when the env is built, before any physics step; a compiled
+        step (which cannot read version counters) skips the check.
         """
         env = self.env
+        check = not torch.compiler.is_compiling()  # eager resets check (the constructor's first); dynamo can't
         for name, call, words in self.reset_events:
+            if not check:
+                call(rows, u[:, words])
+                continue
             before = (env.qpos._version, env.qvel._version)
             call(rows, u[:, words])
             if (env.qpos._version, env.qvel._version) != before:
