@@ -24,6 +24,7 @@ __all__ = [
     "Participants",
     "claim_inner_env",
     "claim_terms",
+    "is_wrapped",
     "record_inner_env",
     "record_terms",
     "release_inner_env",
@@ -125,6 +126,12 @@ def record_inner_env(wrapper: object, env: VectorEnv) -> None:
 def _forget_wrapper(ref: weakref.ref[Any]) -> None:
     for key in [k for k, r in _WRAPPED.items() if r is ref]:
         del _WRAPPED[key]
+
+
+def is_wrapped(env: VectorEnv) -> bool:
+    """Whether an open wrapper steps ``env`` (it recorded its claim: :func:`record_inner_env`)."""
+    entry = _WRAPPED.get(id(env))
+    return entry is not None and entry() is not None
 
 
 def release_inner_env(wrapper: object, env: VectorEnv) -> None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -51,6 +51,7 @@ __all__ = [
     "HOOKS",
     "CheckSink",
     "GraphParticipant",
+    "InfoColumns",
     "ResetTerm",
     "RewardTransform",
     "Rows",
@@ -113,6 +114,18 @@ class RewardTransform(Protocol):
     """
 
     raw_reward: torch.Tensor
+
+
+@runtime_checkable
+class InfoColumns(Protocol):
+    """An env whose ``info`` entries have named columns (a task's ``reward_terms``: one column per reward term).
+
+    The conformance harness names the columns that differ between two runs with it, so that a report points
+    at the term, not only at the output.
+    """
+
+    info_columns: Mapping[str, tuple[str, ...]]
+    """Info key -> the names of its last-dim columns."""
 
 
 @runtime_checkable

@@ -194,7 +194,7 @@ class AutoresetPath:
         overwritten by the next step (Gymnasium hands out fresh arrays too).
         """
         entries = self.infos.read()
-        if clash := [k for k in entries if k in info]:  # host-side key check: no device read
+        if entries and (clash := [k for k in entries if k in info]):  # host-side key check: no device read
             raise ValueError(
                 f"the reset term {self.infos.owner(clash[0])} publishes info key(s) {clash} that the step's info "
                 "already holds (from the inner env or its reset): one would silently replace the other"

@@ -324,7 +324,9 @@ class SyncFreeOnPolicyRunner(OnPolicyRunner):
 
     Same arguments as ``OnPolicyRunner``. ``train_cfg["check_for_nan"]`` defaults to ``False`` here (the
     wrapper's deferred validation already checks observations and rewards on the device); set it to
-    ``True`` for rsl_rl's per-step check.
+    ``True`` for rsl_rl's per-step check. :meth:`learn` called again continues the iteration count (stock
+    rsl_rl leaves ``current_learning_iteration`` at the last iteration run, so ``learn(1)`` in a loop would
+    run, log and save iteration 0 every time).
     """
 
     def __init__(self, env: VecEnv, train_cfg: dict, log_dir: str | None = None, device: str = "cpu") -> None:
@@ -341,3 +343,10 @@ class SyncFreeOnPolicyRunner(OnPolicyRunner):
             device=self.device,
             episode_log=env.log if isinstance(env, RslRlVecEnv) else None,
         )
+
+    def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
+        """rsl_rl's ``learn``; afterwards ``current_learning_iteration`` is the next iteration to run."""
+        start: int = self.current_learning_iteration  # type: ignore[has-type]  # rsl_rl's untyped attribute
+        super().learn(num_learning_iterations, init_at_random_ep_len=init_at_random_ep_len)
+        if num_learning_iterations > 0:
+            self.current_learning_iteration = start + num_learning_iterations

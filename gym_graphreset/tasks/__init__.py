@@ -11,6 +11,7 @@ from gym_graphreset.tasks import mdp, terrain
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.env import ManagerBasedEnv
 from gym_graphreset.tasks.registry import register_task
+from gym_graphreset.tasks.term_checks import UnwrappedStepWarning
 from gym_graphreset.tasks.terms import (
     CurriculumTerm,
     EventTerm,
@@ -43,6 +44,7 @@ __all__ = [
     "TaskCfg",
     "TerminationTerm",
     "UniformNoise",
+    "UnwrappedStepWarning",
     "mdp",
     "terrain",
     "register_task",

@@ -31,12 +31,16 @@ __all__ = [
     "interval",
     "number",
     "reads_sensors",
+    "runs_after_reset_events",
+    "time_out_term",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _RULES = "__term_param_rules__"
 _SENSORS = "__term_sensor_kinds__"
 _CHECK = "__term_env_check__"
+_TIME_OUT = "__term_is_time_out__"
+_LAST = "__term_runs_after_reset_events__"
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,37 @@ def _default(func: Any, param: str) -> Any:
     return None if p is None or p.default is inspect.Parameter.empty else p.default
 
 
+def time_out_term(func: F) -> F:
+    """Declare a termination function a time-out (the episode was cut, not failed).
+
+    A :class:`~gym_graphreset.tasks.terms.TerminationTerm` of it must say ``time_out=True``; one that does not
+    is refused when declared, as every time-out would otherwise be reported as a failure (``terminated``) and
+    no trainer would bootstrap it.
+    """
+    setattr(func, _TIME_OUT, True)
+    return func
+
+
+def is_time_out_term(func: Any) -> bool:
+    """Whether ``func`` was declared with :func:`time_out_term`."""
+    return bool(getattr(func, _TIME_OUT, False))
+
+
+def runs_after_reset_events(func: F) -> F:
+    """Declare a reset event that shifts the proposed initial state the other reset events wrote.
+
+    The event manager runs such events after every other reset event, whatever their order in
+    ``TaskCfg.events`` (e.g. the terrain spawn shifts the pose a root-reset event drew onto the env's cell).
+    """
+    setattr(func, _LAST, True)
+    return func
+
+
+def is_run_after_reset_events(func: Any) -> bool:
+    """Whether ``func`` was declared with :func:`runs_after_reset_events`."""
+    return bool(getattr(func, _LAST, False))
+
+
 def _check_sensors(env: ManagerBasedEnv, func: Any, params: Mapping[str, Any], what: str) -> None:
     name = getattr(func, "__name__", func)
     for param, kind in getattr(func, _SENSORS, {}).items():
@@ -216,14 +251,20 @@ def bind(
         if missing:
             raise TypeError(f"{what}: {getattr(func, '__name__', func)!r} needs parameter(s) {missing} in its params")
         positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        takes = sum(p.kind in positional for p in accepted.values())
+        slots = [p.name for p in accepted.values() if p.kind in positional]
         varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in accepted.values())
         needed = 1 + (0 if inspect.isclass(func) else call_args)
-        if takes < needed and not varargs:
-            passed = ", ".join(("env", "rows", "u")[:needed]) if needed <= 3 else f"env and {needed - 1} more"
+        passed = ", ".join(("env", "rows", "u")[:needed]) if needed <= 3 else f"env and {needed - 1} more"
+        fix = f"make ({passed}) its first parameter(s), before its params"
+        if len(slots) < needed and not varargs:
             raise TypeError(
                 f"{what}: {getattr(func, '__name__', func)!r} is called as func({passed}, **params) and takes "
-                f"{takes} positional argument(s)"
+                f"{len(slots)} positional argument(s): {fix}"
+            )
+        if taken := [p for p in slots[:needed] if p in params]:
+            raise TypeError(
+                f"{what}: {getattr(func, '__name__', func)!r} is called as func({passed}, **params), but its "
+                f"param(s) {taken} stand where the call passes ({passed}): {fix}"
             )
     check_params(func, params, what)
     _check_sensors(env, func, params, what)

@@ -38,6 +38,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.envs.mjwarp.env import MJWarpVectorEnv
 from gym_graphreset.tasks.cfg import TaskCfg
 from gym_graphreset.tasks.draws import DrawBlock, StreamAllocator
@@ -51,9 +52,10 @@ from gym_graphreset.tasks.managers import (
     TerminationManager,
 )
 from gym_graphreset.tasks.model_access import ModelAccess, PhaseCache
-from gym_graphreset.tasks.protocols import CommandTerm
+from gym_graphreset.tasks.protocols import CommandTerm, check_command
 from gym_graphreset.tasks.recorders import RecorderManager
 from gym_graphreset.tasks.sensing import Sensors
+from gym_graphreset.tasks.term_checks import TermChecks, check_time_out, warn_if_unwrapped
 
 __all__ = ["InitialState", "ManagerBasedEnv"]
 
@@ -124,6 +126,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
+        check_time_out(cfg)
         _check_model_fields(cfg)
         self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.batched_fields))
         self.refresh = cfg.refresh
@@ -162,6 +165,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.action, self.prev_action = self.action_manager.action, self.action_manager.prev_action
         self.sensors = Sensors(self)
         self.commands: dict[str, CommandTerm] = {n: c.build(self) for n, c in cfg.commands.items()}
+        for name, command in self.commands.items():
+            check_command(f"commands[{name!r}]", command)
         self.event_manager = EventManager(self, self.reset_block, self.step_block, self.startup_block)
         # reset block: reset events (allocated above), commands, interval timers
         self._command_reset_words = {
@@ -192,8 +197,14 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             for g, cols in self.observation_layout.items()
         }
         self.recorder_manager = RecorderManager(self)
+        self.term_checks = TermChecks(self)
         self.reward_names = self.reward_manager.names
         self.termination_names = self.termination_manager.names
+        self.info_columns = {  # InfoColumns: a conformance report names the term whose column differs
+            "reward_terms": self.reward_names,
+            "episode_reward_sums": self.reward_names,
+            "terminations": self.termination_names,
+        }
         self._startup_done = False  # the constructor's reset runs the startup events
 
     def _setup_joints(self) -> None:
@@ -258,6 +269,20 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
 
     # ------------------------------------------------------------------ engine hooks
 
+    _warned_alone: bool = False
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """The engine's step; the first one with no wrapper warns (once per env) that nothing resets done rows.
+
+        A task env resets only when asked (``reset(options={"reset_mask": ...})``):
+        :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` resets the rows that ended, as Gymnasium's
+        autoreset does.
+        """
+        if not self._warned_alone and not torch.compiler.is_compiling():
+            self._warned_alone = True
+            warn_if_unwrapped(self)
+        return super().step(actions)
+
     def _apply_actions(self, action: torch.Tensor) -> None:
         self.action_manager.apply(action)
 
@@ -313,6 +338,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             self.invalidate()
         self.observing, self.observed_rows = True, rows
         try:
+            if apart:
+                self.sensors.cast_for_observation()  # outside the terms' loop: one declared break
             obs = self.observation_manager.compute(u, rows)
         finally:
             self.observing, self.observed_rows = False, None
@@ -384,6 +411,11 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
 
     def _observe(self) -> Any:
         raise RuntimeError("ManagerBasedEnv observes through its observation manager")
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """The engine's checks, then each observation and reward term's finite check, by name (no host read)."""
+        super().add_checks(latch)
+        self.term_checks.add_checks(latch)
 
     def describe(self) -> dict[str, Any]:
         """The task as built: terms of every manager, observation columns, every term's draw words and streams."""

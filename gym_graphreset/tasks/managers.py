@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gym_graphreset.tasks.binding import bind
+from gym_graphreset.tasks.binding import bind, is_run_after_reset_events
 from gym_graphreset.tasks.draws import DrawBlock
 from gym_graphreset.tasks.history import DelayBuffer
 from gym_graphreset.tasks.mdp.commands import span
@@ -162,21 +162,25 @@ class ActionManager:
 class RewardManager:
     """Weighted reward terms (weight x step dt), their sum, and per-term episode sums.
 
+    Every declared term is a column, a zero weight included: a zero weight is a value a curriculum may raise
+    on the device (mjlab's and Isaac Lab's ramp from 0), so the term is computed and its column is exactly 0
+    while its weight is 0 (even if the term returns NaN there).
+
     Attributes:
-        names: Terms with a non-zero weight, in declaration order (the columns of ``terms``).
+        names: Every term, in declaration order (the columns of ``terms``).
         weights: ``(k,)`` weight x dt of each (a curriculum may change them in place).
         episode_sums: ``(n, k)`` this episode's sum of each weighted term.
     """
 
     def __init__(self, env: ManagerBasedEnv) -> None:
         self.env = env
-        active = {name: t for name, t in env.cfg.rewards.items() if t.weight != 0.0}
-        self.names = tuple(active)
-        self._funcs = [t.func for t in active.values()]
-        self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in active.items()]
+        terms = env.cfg.rewards
+        self.names = tuple(terms)
+        self._funcs = [t.func for t in terms.values()]
+        self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in terms.items()]
         self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]  # type: ignore[attr-defined]
         dev = env.device
-        self.weights = torch.tensor([t.weight for t in active.values()], dtype=torch.float32, device=dev) * env.step_dt
+        self.weights = torch.tensor([t.weight for t in terms.values()], dtype=torch.float32, device=dev) * env.step_dt
         self.episode_sums = torch.zeros(env.num_envs, len(self.names), device=dev)
         self.last = torch.zeros_like(self.episode_sums)
 
@@ -190,7 +194,7 @@ class RewardManager:
             _term_output(c(), n, f"rewards[{name!r}]", f)
             for name, c, f in zip(self.names, self._calls, self._funcs, strict=True)
         ]
-        terms = torch.stack(outs, dim=1) * self.weights
+        terms = torch.where(self.weights != 0.0, torch.stack(outs, dim=1) * self.weights, 0.0)
         self.episode_sums.add_(terms)
         self.last.copy_(terms)
         return terms.sum(dim=1), terms
@@ -204,14 +208,14 @@ class RewardManager:
     def weight(self, name: str) -> torch.Tensor:
         """Term ``name``'s weight (without the dt), ``()`` on the device."""
         if name not in self.names:
-            raise KeyError(f"no reward term {name!r} with a non-zero weight; terms: {list(self.names)}")
+            raise KeyError(f"no reward term {name!r}; terms: {list(self.names)}")
         i = self.names.index(name)
         return self.weights[i] / self.env.step_dt
 
     def set_weight(self, name: str, weight: torch.Tensor | float) -> None:
         """Set term ``name``'s weight (x dt) on the device (a curriculum's write; no host read)."""
         if name not in self.names:
-            raise KeyError(f"no reward term {name!r} with a non-zero weight; terms: {list(self.names)}")
+            raise KeyError(f"no reward term {name!r}; terms: {list(self.names)}")
         i = self.names.index(name)
         self.weights[i : i + 1].copy_(torch.as_tensor(weight, device=self.env.device).reshape(1) * self.env.step_dt)
 
@@ -252,7 +256,13 @@ class TerminationManager:
 
 
 class EventManager:
-    """Startup, reset and interval events with their draw words and per-env interval timers."""
+    """Startup, reset and interval events with their draw words and per-env interval timers.
+
+    Reset events run in declaration order, except those declared with
+    :func:`~gym_graphreset.tasks.binding.runs_after_reset_events` (the terrain spawn): they run after every
+    other, so that the pose they shift is the one the others drew whatever the order of ``TaskCfg.events``.
+    Draw words are allocated in declaration order.
+    """
 
     def __init__(self, env: ManagerBasedEnv, reset_block: DrawBlock, step_block: DrawBlock, startup_block: DrawBlock):
         self.env = env
@@ -266,13 +276,33 @@ class EventManager:
         self.reset_events = [
             (n, self._bind(t, n), reset_block.allocate(f"events.{n}", t.draws)) for n, t in by_mode["reset"]
         ]
+        self.reset_events.sort(key=lambda e: is_run_after_reset_events(env.cfg.events[e[0]].func))  # stable
         self._step_block, self._reset_block = step_block, reset_block
         self.interval: list[tuple[str, Callable[..., Any], EventTerm, torch.Tensor]] = []
         self.timers: dict[str, torch.Tensor] = {}
 
     def _bind(self, term: EventTerm, name: str) -> Callable[..., Any]:
-        """The event's function bound to the env and its params; each call passes the rows and their draws."""
-        return bind(self.env, term.func, term.params, f"events[{name!r}]", call_args=2)
+        """The event's function bound to the env and its params; each call passes the rows and their draws.
+
+        An ``IndexError`` from the call (an event reading more draw columns than its ``draws``) is raised
+        again naming the event, the draws it declared and the fix; the event's own ``ValueError`` naming it.
+        """
+        call = bind(self.env, term.func, term.params, f"events[{name!r}]", call_args=2)
+
+        def run(rows: torch.Tensor, u: torch.Tensor) -> Any:
+            try:
+                return call(rows, u)
+            except ValueError as e:  # the event's own refusal, named
+                raise ValueError(f"events[{name!r}]: {e}") from e
+            except IndexError as e:
+                raise IndexError(
+                    f"events[{name!r}]: {getattr(term.func, '__name__', term.func)!r} raised IndexError ({e}) with "
+                    f"`u` of {u.shape[-1]} draw column(s) per row, as its EventTerm declares draws={term.draws}: "
+                    "an event gets only the draws it declares; declare as many as it reads, "
+                    "EventTerm(..., draws=k)"
+                ) from e
+
+        return run
 
     def allocate_step(self) -> None:
         """Step-block words of the interval events (after the commands': the block's order)."""
@@ -297,9 +327,30 @@ class EventManager:
             self.env.recompute_constants()
 
     def run_reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
-        """Every reset event (they write ``env.initial_state``)."""
-        for _name, call, words in self.reset_events:
+        """Every reset event (they write ``env.initial_state``).
+
+        An event that writes ``env.qpos`` or ``env.qvel`` in place is refused by name (the tensors' version
+        counters, metadata: no device read): the engine writes the reset rows' state from
+        ``env.initial_state`` after the events, so the write would be lost. The constructor's first reset
+        runs every reset event, so this fails when the env is built, before any physics step; a compiled
+        step (which cannot read version counters) skips the check.
+        """
+        env = self.env
+        check = not torch.compiler.is_compiling()  # eager resets check (the constructor's first); dynamo can't
+        for name, call, words in self.reset_events:
+            if not check:
+                call(rows, u[:, words])
+                continue
+            before = (env.qpos._version, env.qvel._version)
             call(rows, u[:, words])
+            if (env.qpos._version, env.qvel._version) != before:
+                func = env.cfg.events[name].func
+                raise ValueError(
+                    f"events[{name!r}]: {getattr(func, '__name__', func)!r} wrote env.qpos or env.qvel, which the "
+                    "engine's reset overwrites on the reset rows with env.initial_state after the reset events: "
+                    "write the new episode's state to env.initial_state.qpos / env.initial_state.qvel instead "
+                    "(full width; the engine writes the reset rows only)"
+                )
 
     def restart_timers(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """Draw the interval timers of the rows starting an episode."""
@@ -332,7 +383,10 @@ class CurriculumManager:
     def reset(self, rows: torch.Tensor) -> None:
         """Run every term on the rows of ``rows``."""
         for name, call in self.calls.items():
-            value = call(rows)
+            try:
+                value = call(rows)
+            except ValueError as e:  # a term's own refusal (the first reset is the constructor's), named
+                raise ValueError(f"curriculum[{name!r}]: {e}") from e
             if isinstance(value, torch.Tensor):
                 if name in self.values and self.values[name].shape == value.shape:
                     self.values[name].copy_(value)

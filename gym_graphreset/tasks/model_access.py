@@ -26,6 +26,19 @@ _COUNTS = {
 """MuJoCo object kind -> (the model's count field, plural): a failed name lookup lists the names there are."""
 
 
+def _listing(names: list[str], family: int = 5) -> list[str]:
+    """``names`` in model order, a numbered family of more than ``family`` names as one ``'first' ... 'last' (k)``."""
+    import re
+
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(re.sub(r"\d+$", "#", n), []).append(n)
+    out: list[str] = []
+    for members in groups.values():
+        out += members if len(members) <= family else [f"{members[0]} ... {members[-1]} ({len(members)} names)"]
+    return out
+
+
 class PhaseCache:
     """Values computed once per step phase (:meth:`ModelAccess.cached`), emptied when the physics state changes.
 
@@ -80,6 +93,12 @@ class ModelAccess:
         self._cache.values.clear()
 
     def _id(self, kind: Any, name: str, what: str) -> int:
+        """The id of ``name``; an unknown name is refused with its close matches first, then the model's names.
+
+        Numbered families (a terrain's ``terrain_box_0`` ... ``terrain_box_611``) are listed as one entry.
+        """
+        import difflib
+
         import mujoco
 
         i = mujoco.mj_name2id(self.mjm, kind, name)
@@ -87,8 +106,11 @@ class ModelAccess:
             noun = str(kind).split("_")[-1].lower()
             count, plural = _COUNTS.get(noun, ("", ""))
             names = [mujoco.mj_id2name(self.mjm, kind, j) for j in range(getattr(self.mjm, count, 0))]
-            listed = f"; the model's {plural}: {names}" if count else ""
-            raise ValueError(f"{what}: the model has no {noun} {name!r}{listed}")
+            named = [n for n in names if n]
+            close = difflib.get_close_matches(name, named, n=5)
+            hint = f"; close: {close}" if close else ""
+            listed = f"; the model's {plural}: {_listing(named)}" if count else ""
+            raise ValueError(f"{what}: the model has no {noun} {name!r}{hint}{listed}")
         return int(i)
 
     def body_id(self, name: str) -> int:

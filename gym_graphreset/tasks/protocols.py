@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
     from gym_graphreset.tasks.env import ManagerBasedEnv
 
-__all__ = ["CommandCfg", "CommandTerm", "SensorCfg", "SensorTerm", "StatefulTerm"]
+__all__ = ["CommandCfg", "CommandTerm", "SensorCfg", "SensorTerm", "StatefulTerm", "check_command"]
 
 
 class CommandTerm(Protocol):
@@ -36,6 +36,30 @@ class CommandTerm(Protocol):
 
         Device tensors (the env clones them); may be empty.
         """
+
+
+COMMAND_MEMBERS = ("reset_draws", "step_draws", "command", "reset", "step", "metrics")
+"""What :class:`CommandTerm` declares: every command object must have all of them."""
+
+
+def check_command(where: str, command: object) -> None:
+    """Refuse a built command lacking a member of :class:`CommandTerm`, or with draws that are not ints >= 0.
+
+    Checked when the env is built, naming the command and the contract, instead of an ``AttributeError``
+    at its first use.
+    """
+    contract = (
+        "a command (the CommandTerm protocol) has `reset_draws` and `step_draws` (ints >= 0: the draw columns "
+        "its reset(rows, u) and step(u) read; 0 if none), a `command` (num_envs, k) tensor, and the methods "
+        "reset(rows, u), step(u) and metrics()"
+    )
+    missing = [m for m in COMMAND_MEMBERS if not hasattr(command, m)]
+    if missing:
+        raise TypeError(f"{where}: {type(command).__name__} has no {missing}; {contract}")
+    for m in ("reset_draws", "step_draws"):
+        value = getattr(command, m)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise TypeError(f"{where}: {type(command).__name__}.{m} is {value!r}, not an int >= 0; {contract}")
 
 
 @runtime_checkable

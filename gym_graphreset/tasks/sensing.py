@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gym_graphreset.capture.compiling import opaque
 from gym_graphreset.tasks.mdp.rays import RayBuffers
 from gym_graphreset.tasks.protocols import SensorTerm
 
@@ -47,6 +48,20 @@ class Sensors(dict[str, Any]):
         """Every sensor re-reads its instantaneous values (after a forward pass)."""
         for sensor in self.values():
             sensor.refresh()
+
+    @opaque
+    def cast_for_observation(self) -> None:
+        """Cast every ``before_obs`` sensor an observation reads, before the observation terms run.
+
+        The terms then read the phase's cached values. One declared boundary of a compiled step, outside the
+        observation manager's loop over terms: a cast met inside that loop would make dynamo run the loop's
+        frame as written and recompile the code after it once per term. The first observation (the
+        constructor's) casts lazily, which tells the sensors no observation reads (:meth:`check_cast_once`);
+        those are never cast here.
+        """
+        for sensor in self.sensed_before_obs.values():
+            if sensor.has_cast:
+                sensor.heights()
 
     def check_cast_once(self) -> None:
         """After the first observation, refuse ``before_obs`` ray sensors it did not cast (none reads them).

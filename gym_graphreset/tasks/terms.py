@@ -25,7 +25,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gym_graphreset.envs.mjwarp.constants import SET_CONST_FIELDS
-from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, POSITIVE, Accepts, check_params, interval, number
+from gym_graphreset.tasks.binding import (
+    FINITE,
+    NON_NEGATIVE,
+    POSITIVE,
+    Accepts,
+    check_params,
+    interval,
+    is_time_out_term,
+    number,
+)
 
 __all__ = [
     "ActionCfg",
@@ -178,7 +187,8 @@ class ObsGroup:
 class RewardTerm:
     """A weighted reward term; the env multiplies ``weight`` by the step dt (mjlab's convention).
 
-    A term with ``weight == 0`` is skipped (never computed). ``func`` may be a class: it is built once with
+    A term with ``weight == 0`` is still computed, its column exactly 0 until a curriculum raises the weight
+    (a zero weight is a value, not an absence). ``func`` may be a class: it is built once with
     ``func(env, **params)`` and called as ``term()`` every step; its ``reset(rows)`` (if any) runs at resets.
     """
 
@@ -195,7 +205,11 @@ class RewardTerm:
 
 @dataclass(frozen=True)
 class TerminationTerm:
-    """A done condition; ``time_out=True`` makes it a truncation (the episode was cut, not failed)."""
+    """A done condition; ``time_out=True`` makes it a truncation (the episode was cut, not failed).
+
+    A function declared a time-out (:func:`~gym_graphreset.tasks.binding.time_out_term`, e.g.
+    ``mdp.time_out``) is refused without ``time_out=True``: its episodes would end as failures.
+    """
 
     func: Func
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -205,6 +219,12 @@ class TerminationTerm:
         where = _where("TerminationTerm", self.func)
         _check_callable(where, self.func)
         _check(isinstance(self.time_out, bool), where, f"`time_out` must be a bool, got {self.time_out!r}")
+        _check(
+            self.time_out or not is_time_out_term(self.func),
+            where,
+            "this function ends episodes at their horizon, a time-out: declare it with `time_out=True` (without "
+            "it every time-out is reported as a failure, `terminated`, and no trainer bootstraps it)",
+        )
         check_params(self.func, self.params, where)
 
 

@@ -30,7 +30,7 @@ from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.testing.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.testing.host_syncs import SyncCanaryResult, assert_sync_free, count_host_syncs
-from gym_graphreset.testing.rollouts import _compare, rollout
+from gym_graphreset.testing.rollouts import _compare, info_columns, rollout
 
 __all__ = [
     "EpisodeComparison",
@@ -74,9 +74,11 @@ def assert_masked_matches_selected(
         seed: Reset seed of both runs.
         atol: 0 for bitwise equality (counter-based draws on the CPU), else an absolute tolerance.
     """
-    reference = rollout(env_factory({"config": PRESETS["selected"]}), actions, seed)
+    reference_env = env_factory({"config": PRESETS["selected"]})
+    columns = info_columns(reference_env)  # names the term when a named info column differs
+    reference = rollout(reference_env, actions, seed)
     candidate = rollout(env_factory({"config": _config(config, "masked")}), actions, seed)
-    _compare(reference, candidate, "masked vs selected", atol)
+    _compare(reference, candidate, "masked vs selected", atol, columns)
 
 
 def assert_capture_matches_eager(

@@ -3,7 +3,9 @@
 :func:`rollout` resets and steps a wrapped env and keeps host copies of every tensor each step returned
 (nested info included; an entry ``k`` with a mask ``_k`` on the mask's rows only). The comparison of two
 records names the key, leaf, step and rows that differ and the most likely cause (a reset draw that depends
-on which rows reset together, or a reset that wrote rows it was not asked to). The conformance harness of
+on which rows reset together, or a reset that wrote rows it was not asked to); where the inner env names its
+info columns (:class:`~gym_graphreset.core.protocols.InfoColumns`, a task's reward terms), the terms whose
+columns differ, and the draws API that makes a term reproducible. The conformance harness of
 :mod:`gym_graphreset.testing.harness` compares two configurations' rollouts with it.
 """
 
@@ -17,6 +19,7 @@ import torch
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.buffers import tree_leaves
 from gym_graphreset.core.participants import release_inner_env
+from gym_graphreset.core.protocols import InfoColumns
 
 __all__ = ["rollout"]
 
@@ -37,6 +40,12 @@ def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], 
         records.append(_record({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated}, info))
     release_inner_env(env, env.env)
     return records
+
+
+def info_columns(env: FixedShapeAutoresetVectorEnv) -> dict[str, tuple[str, ...]]:
+    """The named info columns of ``env``'s inner env (:class:`~gym_graphreset.core.protocols.InfoColumns`), if any."""
+    inner = env.env
+    return dict(inner.info_columns) if isinstance(inner, InfoColumns) else {}
 
 
 def _record(out: dict[str, Any], info: dict[str, Any]) -> dict[str, dict[Any, torch.Tensor]]:
@@ -64,7 +73,13 @@ def _absent_means_empty(key: str, present: dict[str, dict[Any, torch.Tensor]]) -
     return mask is not None and not bool(mask.any())
 
 
-def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: float) -> None:
+def _compare(
+    a: list[dict[str, Any]],
+    b: list[dict[str, Any]],
+    what: str,
+    atol: float,
+    columns: dict[str, tuple[str, ...]] | None = None,
+) -> None:
     if len(a) != len(b):
         raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
     for t, (x, y) in enumerate(zip(a, b, strict=True)):
@@ -82,9 +97,36 @@ def _compare(a: list[dict[str, Any]], b: list[dict[str, Any]], what: str, atol: 
                 )
                 if not same:
                     rows = _differing_rows(u, v, x.get(f"_{key}", {}).get(()), atol)
-                    raise AssertionError(
-                        f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{_likely_cause(x, t, rows)}"
-                    )
+                    terms = _differing_columns(x, y, columns or {}, atol)
+                    cause = f"{_shown(rows)}{_term_cause(terms)}" if terms else _likely_cause(x, t, rows)
+                    raise AssertionError(f"{what}: {key}{list(leaf) if leaf else ''} differs at step {t}{cause}")
+
+
+def _differing_columns(
+    x: dict[str, Any], y: dict[str, Any], columns: dict[str, tuple[str, ...]], atol: float
+) -> dict[str, list[str]]:
+    """Info key -> the names of its columns that differ between ``x`` and ``y`` (one step's records)."""
+    found: dict[str, list[str]] = {}
+    for key, names in columns.items():
+        u, v = x.get(key, {}).get(()), y.get(key, {}).get(())
+        if u is None or v is None or u.shape != v.shape or u.dim() < 1 or u.shape[-1] != len(names):
+            continue
+        bad = (u != v) if atol == 0 else ((u.double() - v.double()).abs() > atol)
+        cols = bad.reshape(-1, len(names)).any(dim=0).tolist()
+        if any(cols):
+            found[key] = [n for n, c in zip(names, cols, strict=True) if c]
+    return found
+
+
+def _term_cause(terms: dict[str, list[str]]) -> str:
+    """What the differing named columns say: those terms gave other values from the same state and draws."""
+    named = "; ".join(f"info[{k!r}] columns {v}" for k, v in terms.items())
+    return (
+        f": the term(s) that differ: {named}. A term that gives other values from the same state reads randomness "
+        "of its own (torch.rand/randn, numpy, random): draw through the env's counter-based draws instead (an "
+        "event's `u` from EventTerm(draws=k), a command's reset/step draws, or env.streams(name) with "
+        "gym_graphreset.core.rng.counter_uniform), which are the same on every path"
+    )
 
 
 def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, atol: float) -> list[int]:
@@ -99,11 +141,15 @@ def _differing_rows(u: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
     return rows.tolist()
 
 
+def _shown(rows: list[int]) -> str:
+    return f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}" if rows else ""
+
+
 def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
     """``" in rows [...]"`` and what most often makes those rows differ."""
     if not rows:
         return ""
-    shown = f" in row(s) {rows[:8]}{' ...' if len(rows) > 8 else ''}"
+    shown = _shown(rows)
     if t == 0:
         return f"{shown}: the first reset() already differs (seeding, or a draw that is not a function of the row)"
     flags = [reference.get(k, {}).get(()) for k in ("terminated", "truncated")]

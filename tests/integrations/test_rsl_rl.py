@@ -253,6 +253,22 @@ def test_sync_free_runner_logs_the_iteration_mean_over_episodes(
     assert logged["/episode/mean_length"] == [pytest.approx(sum(recorder.lengths) / len(recorder.lengths))]
 
 
+def test_learn_in_a_loop_continues_the_iteration_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``learn(1)`` three times logs iterations 0, 1, 2 (stock rsl_rl repeats iteration 0)."""
+    env = RslRlVecEnv(scripted("masked", terms=True), seed=0, max_episode_length=64)
+    runner = SyncFreeOnPolicyRunner(env, train_cfg(4), log_dir=str(tmp_path), device="cpu")
+    from torch.utils.tensorboard import SummaryWriter
+
+    steps: list[int] = []
+    record = lambda _, key, value, step, *a, **k: steps.append(step) if key == "Loss/learning_rate" else None  # noqa: E731
+    monkeypatch.setattr(SummaryWriter, "add_scalar", record)
+    for _ in range(3):
+        runner.learn(1)
+    assert steps == [0, 1, 2] and runner.current_learning_iteration == 3
+    runner.learn(0)
+    assert runner.current_learning_iteration == 3
+
+
 def test_episode_clock_is_checked_against_the_env(pendulum_envs) -> None:
     """`max_episode_length` must be the env's horizon; `episode_length_buf` holds integer counts in range."""
     inner = pendulum_envs["masked"].env  # truncates at max_episode_steps=40

@@ -31,6 +31,7 @@ from gym_graphreset.tasks import (
     RewardTerm,
     TaskCfg,
     TerminationTerm,
+    mdp,
 )
 from gym_graphreset.tasks.mdp.height_scan import RayCastSensorCfg, grid_pattern, height_scan, terrain_normal
 from gym_graphreset.tasks.mdp.math import fit_plane_normal
@@ -86,6 +87,7 @@ def task(model: str, sensor: RayCastSensorCfg, feet: TerrainHeightSensorCfg | No
         actions={"arm": JointPositionAction(("arm",))},
         observations={"policy": ObsGroup({"scan": ObsTerm(height_scan, {"sensor_name": "scan"})})},
         sensors={"scan": sensor, **extra},
+        terminations={"time_out": TerminationTerm(mdp.time_out, time_out=True)},
         base_body="base",
     )
 

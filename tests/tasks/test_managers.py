@@ -45,6 +45,44 @@ def _stepped(cfg: TaskCfg) -> ManagerBasedEnv:
     return env
 
 
+def _height_without_env(target: float) -> torch.Tensor:
+    """A reward written without the env parameter."""
+    return torch.tensor(target)
+
+
+def _kick_undeclared(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) -> None:
+    """A reset event reading a draw it did not declare (``draws=0``)."""
+    env.initial_state.qvel[:, 0] = u[:, 0]
+
+
+class _NoStepDraws:
+    """A user's command that forgot ``step_draws``."""
+
+    reset_draws = 0
+
+    def __init__(self, n: int) -> None:
+        self.command = torch.zeros(n, 1)
+
+    def reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        pass
+
+    def step(self, u: torch.Tensor) -> None:
+        pass
+
+    def metrics(self) -> dict[str, torch.Tensor]:
+        return {}
+
+
+class _NoStepDrawsCfg:
+    def build(self, env: ManagerBasedEnv) -> _NoStepDraws:
+        return _NoStepDraws(env.num_envs)
+
+
+def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) -> None:
+    """A reset event written mjlab's way: straight into the physics state (lost to the engine's reset)."""
+    env.qpos[:, 2] += 0.1
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -88,6 +126,42 @@ def _stepped(cfg: TaskCfg) -> ManagerBasedEnv:
             lambda c: c.replace_term("events", "base_com", model_fields=("body_ipo",)),
             "events['base_com']: `model_fields` has 'body_ipo', no field of mujoco_warp.Model; close: ['body_ipos'",
         ),
+        (
+            lambda c: c.without_term("terminations", "time_out"),
+            "TaskCfg.terminations: no term is a time-out (`time_out=True`), so episodes would never end at "
+            "`episode_length_s` (20 s); terms: ['fell_over']. Add 'time_out': TerminationTerm(mdp.time_out, "
+            "time_out=True)",
+        ),
+        (
+            lambda c: c.with_term("rewards", "height", RewardTerm(_height_without_env, 1.0, {"target": 0.3})),
+            "rewards['height']: '_height_without_env' is called as func(env, **params), but its param(s) "
+            "['target'] stand where the call passes (env): make (env) its first parameter(s), before its params",
+        ),
+        (
+            lambda c: c.with_term("events", "kick", EventTerm(_kick_undeclared, "reset")),
+            "events['kick']: '_kick_undeclared' raised IndexError (",
+        ),
+        (
+            lambda c: c.replace_term("sensors", "feet_contact", sensor_names=("left_contct", "right_contact")),
+            "ContactSensorCfg: the model has no sensor 'left_contct'; close: ['left_contact', 'right_contact']; "
+            "the model's sensors: ['left_contact', 'right_contact']",
+        ),
+        (
+            lambda c: c.with_term("commands", "height", _NoStepDrawsCfg()),
+            "commands['height']: _NoStepDraws has no ['step_draws']; a command (the CommandTerm protocol) has "
+            "`reset_draws` and `step_draws`",
+        ),
+        (
+            lambda c: replace(c, init_base_height=0.0),
+            "events['reset_base']: reset_root_state_uniform: TaskCfg.init_base_height is 0, so the base spawns at "
+            "0 + z (0.01, 0.05) m, in the ground: the robot would start in penetration",
+        ),
+        (
+            lambda c: c.with_term("events", "lift", EventTerm(_lift_in_place, "reset")),
+            "events['lift']: '_lift_in_place' wrote env.qpos or env.qvel, which the engine's reset overwrites on "
+            "the reset rows with env.initial_state after the reset events: write the new episode's state to "
+            "env.initial_state.qpos",
+        ),
     ],
     ids=[
         "unknown-command",
@@ -98,10 +172,17 @@ def _stepped(cfg: TaskCfg) -> ManagerBasedEnv:
         "obs-scale",
         "complex",
         "model-field",
+        "no-time-out",
+        "no-env-parameter",
+        "undeclared-draws",
+        "misspelled-contact-sensor",
+        "command-without-step-draws",
+        "spawn-in-the-ground",
+        "reset-writes-qpos",
     ],
 )
 def test_bad_terms_are_refused_when_the_env_is_built(change: Any, message: str) -> None:
-    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+    with pytest.raises((ValueError, TypeError, IndexError), match=re.escape(message)):
         _build(change(user_task()))
 
 
@@ -170,6 +251,14 @@ def test_one_observation_group_is_returned_as_its_box() -> None:
 def test_a_robot_needs_a_site_and_a_contact_sensor_per_foot() -> None:
     with pytest.raises(ValueError, match=re.escape("got 1 foot_sites, 2 foot_contact_sensors, 2 foot_geoms")):
         replace(ROBOT, foot_sites=("left_sole",))
+
+
+def test_a_time_out_function_must_be_declared_a_time_out() -> None:
+    """``mdp.time_out`` without ``time_out=True`` is refused when declared: its time-outs would be failures."""
+    message = "TerminationTerm('time_out'): this function ends episodes at their horizon, a time-out: declare it "
+    with pytest.raises(ValueError, match=re.escape(message + "with `time_out=True`")):
+        TerminationTerm(mdp.time_out)
+    assert TerminationTerm(mdp.time_out, time_out=True).time_out
 
 
 def test_declared_terms_refuse_a_non_callable_and_a_non_bool_time_out() -> None:

@@ -11,7 +11,7 @@ pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (t
 
 from gym_graphreset import PRESETS, FixedShapeAutoresetVectorEnv
 from gym_graphreset.tasks import CurriculumTerm, ManagerBasedEnv, TaskCfg, mdp
-from gym_graphreset.testing import assert_no_host_reads
+from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
 from tests.tasks.test_layer import user_task
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -110,3 +110,34 @@ def test_the_per_env_curriculum_is_masked_equal_to_selected_with_no_host_read() 
         levels.append(inner.curriculum_manager.values["level"].clone())
     assert torch.equal(levels[0], levels[1])
     assert (levels[0] > 0).any(), "no row went up a level: the test proves nothing"
+
+
+def ramped_task() -> TaskCfg:
+    """``alive`` declared with weight 0 and raised to 0.5 at env step 10 by a curriculum (a ramp from 0)."""
+    ramp = CurriculumTerm(mdp.reward_weight_by_step, {"term": "alive", "stages": ((0, 0.0), (10, 0.5))})
+    return user_task().replace_term("rewards", "alive", weight=0.0).with_term("curriculum", "alive_ramp", ramp)
+
+
+def test_a_curriculum_raises_a_reward_from_weight_zero() -> None:
+    """A zero weight is a value: the term is a 0 column until the curriculum raises it, then it counts."""
+    env = ManagerBasedEnv(ramped_task(), N, device="cpu", max_episode_steps=HORIZON)
+    env.reset(seed=0)
+    col = env.reward_names.index("alive")
+    _, _, _, _, info = env.step(_actions(1)[0])
+    assert (info["reward_terms"][:, col] == 0).all()
+    env.common_step.fill_(10)
+    env.reset(seed=0)
+    assert env.reward_manager.weight("alive").item() == 0.5
+    _, _, _, _, info = env.step(_actions(1)[0])
+    torch.testing.assert_close(info["reward_terms"][:, col], torch.full((N,), 0.5 * env.step_dt))
+    env.close()
+
+
+def test_the_ramp_from_zero_is_masked_equal_to_selected() -> None:
+    """Bit for bit over episodes that cross the ramp's step (the weight moves at resets on the device)."""
+
+    def factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+        inner = ManagerBasedEnv(ramped_task(), N, device="cpu", max_episode_steps=HORIZON)
+        return FixedShapeAutoresetVectorEnv(inner, **flags)
+
+    assert_masked_matches_selected(factory, _actions(30), seed=3)

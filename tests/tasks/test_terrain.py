@@ -9,7 +9,8 @@ mjlab's rule, only on the reset rows, on the device, with no host read; the spaw
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+import re
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mujoco
@@ -320,7 +321,37 @@ CURRICULUM_GRID = TerrainGeneratorCfg(
 EPISODE_S = 2.0
 
 
-def curriculum_env(n: int, **kwargs: Any) -> ManagerBasedEnv:
+@dataclass(frozen=True)
+class _HeightCommandCfg:
+    """A 1-wide command of a user's own (a target height): not a velocity."""
+
+    def build(self, env: ManagerBasedEnv) -> _HeightCommand:
+        return _HeightCommand(torch.full((env.num_envs, 1), 0.3, device=env.device))
+
+
+@dataclass
+class _HeightCommand:
+    command: torch.Tensor
+    reset_draws: int = 0
+    step_draws: int = 0
+
+    def reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        pass
+
+    def step(self, u: torch.Tensor) -> None:
+        pass
+
+    def metrics(self) -> dict[str, torch.Tensor]:
+        return {}
+
+
+def curriculum_env(n: int, spawn_first: bool = False, **changes: Any) -> ManagerBasedEnv:
+    """The curriculum grid's env; ``changes``: TaskCfg fields to replace, or the env's own ``global_env_offset`` /
+    ``max_episode_steps``."""
+    env_args = {k: changes.pop(k) for k in ("global_env_offset", "max_episode_steps") if k in changes}
+    root = EventTerm(mdp.reset_root_state_uniform, "reset", {"xy": 0.0, "z": (0.0, 0.0), "yaw": 0.0}, draws=4)
+    on_cell = EventTerm(reset_to_terrain_origin, "reset")
+    events = {"on_cell": on_cell, "root": root} if spawn_first else {"root": root, "on_cell": on_cell}
     cfg = TaskCfg(
         model=add_terrain(FLOATER, generate_terrain(CURRICULUM_GRID)),
         decimation=1,
@@ -329,16 +360,37 @@ def curriculum_env(n: int, **kwargs: Any) -> ManagerBasedEnv:
         observations={"policy": ObsGroup({"z": ObsTerm(mdp.projected_gravity)})},
         commands={"twist": mdp.VelocityCommandCfg()},
         sensors={"terrain": TerrainCfg(CURRICULUM_GRID, max_init_level=1)},
-        events={
-            "root": EventTerm(mdp.reset_root_state_uniform, "reset", {"xy": 0.0, "z": (0.0, 0.0), "yaw": 0.0}, draws=4),
-            "on_cell": EventTerm(reset_to_terrain_origin, "reset"),
-        },
+        events=events,
+        terminations={"time_out": TerminationTerm(mdp.time_out, time_out=True)},
         curriculum={"terrain_levels": CurriculumTerm(terrain_levels_vel)},
         metrics={"terrain_level": MetricTerm(terrain_level)},
         base_body="base",
         init_base_height=0.5,
     )
-    return ManagerBasedEnv(cfg, n, device="cpu", **kwargs)
+    return ManagerBasedEnv(replace(cfg, **changes), n, device="cpu", **env_args)
+
+
+def test_the_terrain_spawn_shifts_the_root_pose_wherever_it_is_listed() -> None:
+    """Listed before the root-reset event, the terrain spawn still runs after it: every env on its cell."""
+    listed_first, listed_last = curriculum_env(8, spawn_first=True), curriculum_env(8)
+    origins = listed_first.sensors["terrain"].origins
+    assert origins[:, 0:2].abs().amax() > 1.0  # cells away from the world origin
+    torch.testing.assert_close(listed_first.qpos[:, 0:2], origins[:, 0:2], rtol=0, atol=0)
+    torch.testing.assert_close(listed_first.qpos, listed_last.qpos, rtol=0, atol=0)
+
+
+def test_the_terrain_curriculum_refuses_a_command_that_is_not_a_velocity() -> None:
+    """A 1-wide command read as a speed would demote every env: refused when the env is built, naming it."""
+    message = (
+        "curriculum['terrain_levels']: terrain_levels_vel: command 'height' is (1,) wide per env; it reads the "
+        "command's first two columns as the commanded (vx, vy) speed, so it needs a velocity command"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        curriculum_env(
+            2,
+            commands={"height": _HeightCommandCfg()},
+            curriculum={"terrain_levels": CurriculumTerm(terrain_levels_vel, {"command_name": "height"})},
+        )
 
 
 def test_curriculum_moves_levels_by_mjlabs_rule_on_the_reset_rows() -> None:

@@ -58,7 +58,9 @@ class WorldChecks:
         self._bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=overflow.dtype, device=dev)
         self._names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
         self._messages = tuple(
-            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model" for n in OVERFLOW_CHECKS
+            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model, unless the world's "
+            "bodies overlap (a robot that starts in penetration: check its spawn height)"
+            for n in OVERFLOW_CHECKS
         )
 
     def record(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:

@@ -42,8 +42,19 @@ def reset_root_state_uniform(
     z: tuple[float, float],
     yaw: float,
 ) -> None:
-    """Base position uniform within ``+-xy`` and ``z`` above the spawn height, yaw within ``+-yaw`` (4 draws)."""
+    """Base position uniform within ``+-xy`` and ``z`` above the spawn height, yaw within ``+-yaw`` (4 draws).
+
+    The spawn height is ``TaskCfg.init_base_height``, the base's height above the ground: one at or below 0
+    (left at its default 0) is refused, as the robot would start in the ground, in penetration.
+    """
     _need_draws(u, 4, "reset_root_state_uniform")
+    if env.cfg.init_base_height <= 0.0:
+        raise ValueError(
+            f"reset_root_state_uniform: TaskCfg.init_base_height is {env.cfg.init_base_height:g}, so the base "
+            f"spawns at {env.cfg.init_base_height:g} + z {tuple(z)} m, in the ground: the robot would start in "
+            "penetration (its contacts overflow nconmax and the physics blows up); set "
+            "TaskCfg.init_base_height to the base's standing height above the ground"
+        )
     qpos = env.initial_state.qpos
     qpos[:, 0] = span(u[:, 0], -xy, xy)
     qpos[:, 1] = span(u[:, 1], -xy, xy)

@@ -86,6 +86,10 @@ class RayBuffers:
         self._geomgroup = wp.types.vector(length=6, dtype=wp.float32)(*mask)
         self._context = ray_context(self.env, group)
 
+    def heights(self) -> torch.Tensor:
+        """``(n, ...)`` the sensor's first output, cast (or kept) as :meth:`_current` says; each sensor's own."""
+        raise NotImplementedError
+
     has_cast: bool = False
     """Whether the sensor has cast at least once (host-side; set at the first cast)."""
 

@@ -89,9 +89,7 @@ class ContactSensor:
         mjm, n, device = env.mjm, env.num_envs, env.device
         cols: list[int] = []
         for name in cfg.sensor_names:
-            sid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)
-            if sid < 0:
-                raise ValueError(f"ContactSensorCfg: the model has no sensor {name!r}")
+            sid = env._id(mujoco.mjtObj.mjOBJ_SENSOR, name, "ContactSensorCfg")  # lists the model's sensors
             kind = int(mjm.sensor_type[sid])
             if kind != mujoco.mjtSensor.mjSENS_CONTACT:
                 raise ValueError(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts, reads_sensors
+from gym_graphreset.tasks.binding import FINITE, NON_NEGATIVE, accepts, reads_sensors, time_out_term
 from gym_graphreset.tasks.mdp import observations as O
 from gym_graphreset.tasks.mdp.sensors import ContactSensor
 from gym_graphreset.tasks.terrain_state import TerrainState
@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 __all__ = ["bad_orientation", "illegal_contact", "out_of_terrain_bounds", "root_height_below", "time_out"]
 
 
+@time_out_term
 def time_out(env: ManagerBasedEnv) -> torch.Tensor:
-    """The episode reached its horizon (declare it with ``time_out=True``: a truncation)."""
+    """The episode reached its horizon (declared ``time_out=True``: a truncation; refused without)."""
     return env.elapsed >= env.max_episode_steps
 
 

@@ -4,7 +4,8 @@ The terrain is a :class:`~gym_graphreset.tasks.terrain.TerrainCfg` in ``TaskCfg.
 ``"terrain"``): it keeps each env's level (row), type (column) and cell origin on the device.
 
 - :func:`terrain_levels_vel` (a curriculum term) moves levels at each reset, through the reset mask;
-- :func:`reset_to_terrain_origin` (a reset event, after ``reset_root_state_uniform``) spawns on the cell;
+- :func:`reset_to_terrain_origin` (a reset event) spawns on the cell: it runs after the other reset events
+  (``reset_root_state_uniform``...) wherever it is listed;
 - :func:`terrain_level` (a metric term) puts each env's level into ``info["metrics"]`` every step, so the
   level distribution is in ``info`` (its histogram: :meth:`~gym_graphreset.tasks.terrain_state.TerrainState.histogram`).
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.core.rng import counter_uniform
-from gym_graphreset.tasks.binding import reads_sensors
+from gym_graphreset.tasks.binding import reads_sensors, runs_after_reset_events
 from gym_graphreset.tasks.terrain_state import TerrainState
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ def terrain_levels_vel(
     ``max_episode_steps``). A level past the last row is redrawn uniformly (a counter-based draw keyed by the
     ending episode), a level below 0 stays 0. Levels do not move at the first reset (before any env step).
     Everything is masked on the device: no host read.
+    ``command_name`` must name a velocity command (at least 2 wide: ``(vx, vy, ...)``); another is refused
+    when the env is built.
 
     Returns:
         ``(n,)`` float, every env's level after the move (kept in ``env.curriculum_manager.values``).
@@ -55,6 +58,13 @@ def terrain_levels_vel(
     state = terrain_state(env, terrain_name)
     distance = torch.linalg.vector_norm(env.qpos[:, 0:2] - state.origins[:, 0:2], dim=1)
     command = env.commands[command_name].command
+    if command.dim() != 2 or command.shape[1] < 2:  # metadata only: the first reset (the constructor's) refuses
+        raise ValueError(
+            f"terrain_levels_vel: command {command_name!r} is {tuple(command.shape[1:])} wide per env; "
+            "it reads the command's first two columns as the commanded (vx, vy) speed, so it needs a velocity "
+            "command (e.g. mdp.VelocityCommandCfg, 3 wide): pass `command_name` of one, or write a level rule "
+            "of your own for this command"
+        )
     started = env.common_step > 0
     up = (distance > 0.5 * state.terrain.cfg.size[0]) & started
     horizon_s = env.max_episode_steps * env.step_dt  # the env's own horizon (``max_episode_steps`` may differ)
@@ -69,10 +79,15 @@ def terrain_levels_vel(
 
 
 @reads_sensors(terrain_name=TerrainState)
+@runs_after_reset_events
 def reset_to_terrain_origin(
     env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor, terrain_name: str = "terrain"
 ) -> None:
-    """Shift the proposed base position by each env's cell origin (run it after ``reset_root_state_uniform``)."""
+    """Shift the proposed base position by each env's cell origin.
+
+    It runs after every other reset event whatever the order of ``TaskCfg.events``, so the pose
+    ``reset_root_state_uniform`` drew is the one shifted (listed first, it would be overwritten).
+    """
     state = terrain_state(env, terrain_name)
     env.initial_state.qpos[:, 0:3] += state.origins
 
