@@ -21,8 +21,8 @@ def test_old_path_is_the_new_module(old: str) -> None:
 def test_public_names_import_where_they_did() -> None:
     """The documented entry points keep their paths with no warning (packages re-export)."""
     from gym_graphreset.bench import ModeResult, measure_modes  # noqa: F401
-    from gym_graphreset.envs.go1 import REWARD_NAMES, Go1VelocityFlatEnv  # noqa: F401
     from gym_graphreset.envs.mjwarp import OVERFLOW_CHECKS, MJWarpVectorEnv, healthy_range  # noqa: F401
+    from gym_graphreset.tasks.velocity.config.go1 import REWARD_NAMES, Go1VelocityFlatEnv  # noqa: F401
     from gym_graphreset.testing import assert_masked_matches_selected, assert_sync_free  # noqa: F401
 
 

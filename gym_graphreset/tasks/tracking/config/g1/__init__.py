@@ -1,0 +1,1 @@
+"""gym_graphreset.tasks.tracking.config.g1."""

@@ -1,0 +1,1 @@
+"""gym_graphreset.tasks.velocity.velocity_env_cfg.config."""

@@ -1,0 +1,400 @@
+"""Rough terrain: a seeded grid of sub-terrains (difficulty by row) in one MJCF, with per-cell spawn origins.
+
+The grid has ``num_rows`` levels (rows, along x; difficulty grows with the row) and one column per sub-terrain type
+(along y; mjlab's curriculum layout), centred at the world origin. Every cell is rasterised into ONE MuJoCo
+heightfield (``hfield``) covering the whole grid; the box terrains (stairs, random boxes) are also box geoms by
+default (exact vertical faces), standing on the heightfield lowered to their base. A flat border frame of boxes
+surrounds the grid.
+
+- :class:`TerrainGeneratorCfg` and the sub-terrain configs (in :mod:`gym_graphreset.terrains.sub_terrains`,
+  re-exported here) are frozen and validated; :data:`ROUGH_TERRAINS_CFG` is mjlab 1.6's rough set on them.
+- :func:`generate_terrain` builds a :class:`Terrain` (heights, boxes, origins ``(rows, cols, 3)``) from a
+  config, the same for the same seed.
+- :meth:`Terrain.to_mjcf` writes the fragment; :func:`add_terrain` puts it into a robot's MJCF in place of
+  its flat floor; :meth:`Terrain.env_origins` places envs by ``(level, type)`` cell.
+- :class:`TerrainCfg` is the terrain as a task part (in ``TaskCfg.sensors``): per-env levels, types and
+  origins on the device (a :class:`~gym_graphreset.terrains.terrain_state.TerrainState`), moved by
+  :func:`~gym_graphreset.mdp.terrain_levels.terrain_levels_vel`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import torch
+
+from gym_graphreset.terrains.checks import (
+    _EPS,
+    _box_surface,
+    _check_int,
+    _check_literal,
+    _check_non_negative,
+    _check_positive,
+    _check_range,
+    _fail,
+    _finite,
+    _frame,
+    _proportional_counts,
+)
+from gym_graphreset.terrains.sub_terrains import FlatTerrainCfg as FlatTerrainCfg
+from gym_graphreset.terrains.sub_terrains import PyramidSlopeTerrainCfg as PyramidSlopeTerrainCfg
+from gym_graphreset.terrains.sub_terrains import PyramidStairsTerrainCfg as PyramidStairsTerrainCfg
+from gym_graphreset.terrains.sub_terrains import RandomBoxesTerrainCfg as RandomBoxesTerrainCfg
+from gym_graphreset.terrains.sub_terrains import RandomRoughTerrainCfg as RandomRoughTerrainCfg
+from gym_graphreset.terrains.sub_terrains import SubTerrain
+from gym_graphreset.terrains.sub_terrains import SubTerrainCfg as SubTerrainCfg
+from gym_graphreset.terrains.sub_terrains import WaveTerrainCfg as WaveTerrainCfg
+from gym_graphreset.terrains.terrain_state import TerrainState as TerrainState
+
+if TYPE_CHECKING:
+    from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
+
+__all__ = [
+    "ROUGH_TERRAINS_CFG",
+    "Terrain",
+    "TerrainCfg",
+    "TerrainGeneratorCfg",
+    "add_terrain",
+    "generate_terrain",
+]
+
+TERRAIN_BODY = "terrain"
+"""The static body holding every terrain geom (contact sensors and rays may name it)."""
+HFIELD_NAME = "terrain_hfield"
+"""The name of the heightfield asset and of its geom."""
+
+
+_MAX_SAMPLES = 2**26
+"""The most height samples a generated terrain may have (about 67M: 256 MB of float32 heights)."""
+
+
+@dataclass(frozen=True)
+class TerrainGeneratorCfg:
+    """A grid of sub-terrains: ``num_rows`` difficulty levels x one column per sub-terrain type.
+
+    Attributes:
+        sub_terrains: The terrain types by name, in column order.
+        size: (x, y) size of one cell [m]; both multiples of ``2 * horizontal_scale``.
+        num_rows: Difficulty levels (rows, along x).
+        difficulty_range: Difficulty of row 0 and of the last row (linear in between, mjlab's curriculum mode).
+        horizontal_scale: Heightfield sample spacing [m].
+        border_width: Flat frame of boxes around the grid [m] (0: none).
+        border_height: Depth of the frame and of the heightfield's base [m].
+        seed: Seed of every random draw (the same seed gives the same terrain).
+        box_terrains: ``"boxes"``: stairs and random boxes are box geoms (exact vertical faces);
+            ``"heightfield"``: rasterised into the heightfield too (one geom: cheapest rays and collisions,
+            but each vertical face becomes a ramp one sample wide).
+        geom_group: MuJoCo geom group of the terrain geoms (a height scan can cast against it alone).
+        friction: Sliding, torsional and rolling friction of the terrain geoms.
+        rgba: Colour of the heightfield; boxes are shaded by height.
+    """
+
+    sub_terrains: Mapping[str, SubTerrain]
+    size: tuple[float, float] = (8.0, 8.0)
+    num_rows: int = 10
+    difficulty_range: tuple[float, float] = (0.0, 1.0)
+    horizontal_scale: float = 0.1
+    border_width: float = 20.0
+    border_height: float = 1.0
+    seed: int = 0
+    box_terrains: Literal["boxes", "heightfield"] = "boxes"
+    geom_group: int = 2
+    friction: tuple[float, float, float] = (1.0, 0.005, 0.0001)
+    rgba: tuple[float, float, float, float] = (0.45, 0.47, 0.5, 1.0)
+
+    def __post_init__(self) -> None:
+        where = "TerrainGeneratorCfg"
+        subs = self.sub_terrains
+        if not (isinstance(subs, Mapping) and len(subs) > 0):
+            _fail(where, "sub_terrains", "a non-empty {name: sub-terrain config}", subs)
+        for name, sub in subs.items():
+            if not isinstance(sub, SubTerrainCfg):
+                _fail(where, f"sub_terrains[{name!r}]", "a sub-terrain config (e.g. FlatTerrainCfg())", sub)
+        if not (isinstance(self.size, (tuple, list)) and len(self.size) == 2 and all(_finite(s) for s in self.size)):
+            _fail(where, "size", "an (x, y) pair of finite numbers", self.size)
+        _check_positive(where, "horizontal_scale", self.horizontal_scale)
+        step = 2.0 * self.horizontal_scale
+        if any(s <= 0 or abs(s / step - round(s / step)) > 1e-6 for s in self.size):
+            _fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
+        for name, sub in subs.items():
+            if problem := sub.size_problem((self.size[0], self.size[1]), self.horizontal_scale):
+                raise ValueError(f"{where}: sub_terrains[{name!r}] on cells of size {tuple(self.size)}: {problem}")
+        _check_int(where, "num_rows", self.num_rows, 1)
+        _check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)
+        _check_non_negative(where, "border_width", self.border_width)
+        _check_positive(where, "border_height", self.border_height)
+        _check_int(where, "seed", self.seed, 0)
+        _check_literal(where, "box_terrains", self.box_terrains, ("boxes", "heightfield"))
+        _check_int(where, "geom_group", self.geom_group, 0, 5)
+        if not (len(self.friction) == 3 and all(_finite(f) and f >= 0 for f in self.friction)):
+            _fail(where, "friction", "3 finite numbers >= 0", self.friction)
+        if not (len(self.rgba) == 4 and all(_finite(c) and 0 <= c <= 1 for c in self.rgba)):
+            _fail(where, "rgba", "4 numbers in [0, 1]", self.rgba)
+        per_cell = (self.size[0] / self.horizontal_scale) * (self.size[1] / self.horizontal_scale)
+        if (samples := self.num_rows * self.num_cols * per_cell) > _MAX_SAMPLES:
+            text = f"a grid of at most {_MAX_SAMPLES:,} height samples over every cell (this one: {samples:,.0f})"
+            _fail(where, "size", text, self.size)
+
+    @property
+    def num_cols(self) -> int:
+        """One column per sub-terrain type."""
+        return len(self.sub_terrains)
+
+    def difficulty(self, row: int) -> float:
+        """The difficulty of row ``row``."""
+        lo, hi = self.difficulty_range
+        return lo + (hi - lo) * row / max(self.num_rows - 1, 1)
+
+
+ROUGH_TERRAINS_CFG = TerrainGeneratorCfg(
+    sub_terrains={
+        "flat": FlatTerrainCfg(proportion=0.2),
+        "pyramid_stairs": PyramidStairsTerrainCfg(proportion=0.2, step_height_range=(0.0, 0.1)),
+        "pyramid_stairs_inv": PyramidStairsTerrainCfg(proportion=0.2, step_height_range=(0.0, 0.1), inverted=True),
+        "hf_pyramid_slope": PyramidSlopeTerrainCfg(proportion=0.1, slope_range=(0.0, 1.0)),
+        "hf_pyramid_slope_inv": PyramidSlopeTerrainCfg(proportion=0.1, slope_range=(0.0, 1.0), inverted=True),
+        "random_rough": RandomRoughTerrainCfg(proportion=0.1),
+        "wave_terrain": WaveTerrainCfg(proportion=0.1),
+    },
+)
+"""mjlab 1.6's ``ROUGH_TERRAINS_CFG`` on this generator (8 m cells, 10 levels, 20 m border): the same seven
+sub-terrains, names and proportions."""
+
+
+@dataclass(frozen=True)
+class Terrain:
+    """A generated terrain grid (see :func:`generate_terrain`).
+
+    Attributes:
+        cfg: The generator config.
+        heights: ``(nx, ny)`` heightfield samples [m] over the whole grid (x = rows, y = columns).
+        boxes: ``(k, 6)`` world centre and half sizes of every box geom (the border frame included).
+        box_cells: ``(k,)`` the ``row * num_cols + col`` cell of each box (-1: the border frame).
+        origins: ``(num_rows, num_cols, 3)`` spawn point of each cell (its centre, on the surface).
+        difficulty: ``(num_rows,)`` each row's difficulty.
+    """
+
+    cfg: TerrainGeneratorCfg
+    heights: np.ndarray
+    boxes: np.ndarray
+    box_cells: np.ndarray
+    origins: np.ndarray
+    difficulty: np.ndarray
+
+    @property
+    def extent(self) -> tuple[float, float]:
+        """(x, y) size of the grid [m] (without the border)."""
+        return self.cfg.num_rows * self.cfg.size[0], self.cfg.num_cols * self.cfg.size[1]
+
+    def cell_of(self, name: str) -> int:
+        """The column of sub-terrain ``name``."""
+        names = list(self.cfg.sub_terrains)
+        if name not in names:
+            raise KeyError(f"no sub-terrain {name!r}; sub-terrains: {names}")
+        return names.index(name)
+
+    def surface(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The terrain's top surface [m] at world points (the heightfield's triangles and the boxes' tops)."""
+        x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+        hs = self.cfg.horizontal_scale
+        ex, ey = self.extent
+        fx = np.clip((x + 0.5 * ex) / hs, 0.0, self.heights.shape[0] - 1 - 1e-9)
+        fy = np.clip((y + 0.5 * ey) / hs, 0.0, self.heights.shape[1] - 1 - 1e-9)
+        i, j = np.floor(fx).astype(int), np.floor(fy).astype(int)
+        u, v = fx - i, fy - j
+        h = self.heights
+        h00, h10, h01, h11 = h[i, j], h[i + 1, j], h[i, j + 1], h[i + 1, j + 1]
+        # MuJoCo splits each cell along its (0,0)-(1,1) diagonal
+        z = np.where(u >= v, h00 + u * (h10 - h00) + v * (h11 - h10), h00 + v * (h01 - h00) + u * (h11 - h01))
+        inside = (np.abs(x) <= 0.5 * ex) & (np.abs(y) <= 0.5 * ey)
+        z = np.where(inside, z, 0.0)
+        for b in self.boxes:
+            cover = (np.abs(x - b[0]) <= b[3] + 1e-9) & (np.abs(y - b[1]) <= b[4] + 1e-9)
+            z = np.where(cover, np.maximum(z, b[2] + b[5]), z)
+        return z
+
+    def to_mjcf(self) -> str:
+        """The terrain as one MJCF document: the heightfield asset, and a static body ``terrain`` with its geoms."""
+        asset, body = self._mjcf_parts()
+        head = '<mujoco model="terrain">\n  <asset>\n'
+        return f"{head}{asset}\n  </asset>\n  <worldbody>\n{body}\n  </worldbody>\n</mujoco>\n"
+
+    def _hfield_geometry(self) -> tuple[np.ndarray, float, float]:
+        """Normalised elevation (MuJoCo's data order: rows along y), its height scale and base z."""
+        zmin, zmax = float(self.heights.min()), float(self.heights.max())
+        span = zmax - zmin
+        data = (self.heights - zmin) / span if span > 0 else np.zeros_like(self.heights)
+        return data.T, max(span, _EPS), zmin
+
+    def _mjcf_parts(self) -> tuple[str, str]:
+        cfg = self.cfg
+        data, span, zmin = self._hfield_geometry()
+        ex, ey = self.extent
+        rows = "\n".join(" ".join(f"{v:.7g}" for v in row) for row in data[::-1])  # MJCF lists max y first
+        asset = (
+            f'    <hfield name="{HFIELD_NAME}" nrow="{data.shape[0]}" ncol="{data.shape[1]}" '
+            f'size="{0.5 * ex:.9g} {0.5 * ey:.9g} {span:.9g} {cfg.border_height:.9g}" elevation="\n{rows}"/>'
+        )
+        common = f'group="{cfg.geom_group}" contype="1" conaffinity="1" friction="{_fmt(cfg.friction)}"'
+        lines = [
+            f'    <body name="{TERRAIN_BODY}">',
+            f'      <geom name="{HFIELD_NAME}" type="hfield" hfield="{HFIELD_NAME}" pos="0 0 {zmin:.9g}" '
+            f'rgba="{_fmt(cfg.rgba)}" {common}/>',
+        ]
+        for k, (b, cell) in enumerate(zip(self.boxes, self.box_cells, strict=True)):
+            lines.append(
+                f'      <geom name="terrain_box_{k}" type="box" pos="{_fmt(b[:3])}" size="{_fmt(b[3:])}" '
+                f'rgba="{_fmt(_box_rgba(b, cell))}" {common}/>'
+            )
+        lines.append("    </body>")
+        return asset, "\n".join(lines)
+
+    def env_origins(
+        self, num_envs: int, max_init_level: int | None = None, seed: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Initial ``(levels, types, origins)`` of ``num_envs`` envs: types by proportion, levels uniform.
+
+        Types: each column gets ``round(proportion share * num_envs)`` consecutive envs (every column at least
+        one when ``num_envs >= num_cols``); levels: uniform in ``[0, max_init_level]`` from ``seed`` (the
+        generator's seed by default). Returns CPU tensors ``(n,)`` int64, ``(n,)`` int64, ``(n, 3)`` float32.
+        """
+        _check_int("Terrain.env_origins", "num_envs", num_envs, 1)
+        _check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
+        _check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
+        top = self.cfg.num_rows - 1 if max_init_level is None else min(max_init_level, self.cfg.num_rows - 1)
+        rng = np.random.default_rng(self.cfg.seed if seed is None else seed)
+        levels = rng.integers(0, top + 1, size=num_envs)
+        types = np.repeat(np.arange(self.cfg.num_cols), _proportional_counts(num_envs, self._proportions()))
+        origins = self.origins[levels, types].astype(np.float32)
+        return torch.from_numpy(levels), torch.from_numpy(types), torch.from_numpy(origins)
+
+    def _proportions(self) -> np.ndarray:
+        p = np.array([s.proportion for s in self.cfg.sub_terrains.values()], dtype=np.float64)
+        return p / p.sum()
+
+
+def _fmt(values: Any) -> str:
+    return " ".join(f"{float(v):.9g}" for v in values)
+
+
+def _box_rgba(box: np.ndarray, cell: int) -> tuple[float, float, float, float]:
+    if cell < 0:
+        return (0.25, 0.25, 0.28, 1.0)
+    t = float(np.clip(0.5 + (box[2] + box[5]) / 0.6, 0.0, 1.0))
+    return (0.15 + 0.35 * t, 0.35 + 0.35 * t, 0.75, 1.0)
+
+
+def generate_terrain(cfg: TerrainGeneratorCfg) -> Terrain:
+    """Build the grid of ``cfg``: every cell's heights and boxes, the border frame and the spawn origins.
+
+    Cells are generated row by row, column by column, from one ``numpy`` generator seeded by ``cfg.seed``,
+    so the same config gives the same terrain. Where cells meet, a shared heightfield sample takes the
+    higher of the two (a box cell's lowered base stays under its own boxes).
+    """
+    rng = np.random.default_rng(cfg.seed)
+    hs, (sx, sy) = cfg.horizontal_scale, cfg.size
+    nrow, ncol = cfg.num_rows, cfg.num_cols
+    cx, cy = round(sx / hs), round(sy / hs)
+    heights = np.full((nrow * cx + 1, ncol * cy + 1), -np.inf)
+    ex, ey = nrow * sx, ncol * sy
+    boxes: list[np.ndarray] = []
+    cells: list[np.ndarray] = []
+    origins = np.zeros((nrow, ncol, 3))
+    subs = list(cfg.sub_terrains.values())
+    lx, ly = np.meshgrid(np.arange(cx + 1) * hs, np.arange(cy + 1) * hs, indexing="ij")
+    for i in range(nrow):
+        d = cfg.difficulty(i)
+        for j, sub in enumerate(subs):
+            cell = sub._make(d, (sx, sy), hs, rng)
+            if cell.grid is not None:
+                local = cell.grid
+            elif cfg.box_terrains == "heightfield":
+                local = _box_surface(cell.boxes, cell.base, lx, ly)
+            else:
+                local = np.full(lx.shape, cell.base)
+            sl = (slice(i * cx, (i + 1) * cx + 1), slice(j * cy, (j + 1) * cy + 1))
+            heights[sl] = np.maximum(heights[sl], local)
+            corner = np.array([-0.5 * ex + i * sx, -0.5 * ey + j * sy, 0.0])
+            if cell.grid is None:
+                centre_z = float(_box_surface(cell.boxes, cell.base, np.array(0.5 * sx), np.array(0.5 * sy)))
+            else:
+                centre_z = float(cell.grid[cx // 2, cy // 2])
+            origins[i, j] = corner + np.array([0.5 * sx, 0.5 * sy, centre_z])
+            if cell.grid is None and cfg.box_terrains == "boxes" and len(cell.boxes):
+                b = cell.boxes.copy()
+                b[:, :2] += corner[:2]
+                boxes.append(b)
+                cells.append(np.full(len(b), i * ncol + j))
+    if cfg.border_width > 0:
+        frame = _frame(ex, ey, cfg.border_width, cfg.border_height)
+        boxes.append(frame)
+        cells.append(np.full(len(frame), -1))
+    box_arr = np.concatenate(boxes) if boxes else np.zeros((0, 6))
+    cell_arr = np.concatenate(cells) if cells else np.zeros(0, dtype=int)
+    difficulty = np.array([cfg.difficulty(i) for i in range(nrow)])
+    return Terrain(cfg, heights, box_arr, cell_arr.astype(int), origins, difficulty)
+
+
+def add_terrain(model_xml: str, terrain: Terrain, *, floor: str = "floor") -> str:
+    """``model_xml`` (MJCF text) with ``terrain`` in place of its world-body geom ``floor`` (if it has one).
+
+    Sensors that named the floor geom as their reference (e.g. foot contact sensors) are pointed at the
+    body ``terrain``, which holds every terrain geom. Returns the MJCF text.
+    """
+    import mujoco
+
+    spec = mujoco.MjSpec.from_string(model_xml)
+    for old in list(spec.worldbody.geoms):
+        if old.name == floor:
+            spec.delete(old)
+    for sensor in spec.sensors:
+        if sensor.reftype == mujoco.mjtObj.mjOBJ_GEOM and sensor.refname == floor:
+            sensor.reftype, sensor.refname = mujoco.mjtObj.mjOBJ_BODY, TERRAIN_BODY
+    cfg = terrain.cfg
+    data, span, zmin = terrain._hfield_geometry()
+    ex, ey = terrain.extent
+    hf = spec.add_hfield(name=HFIELD_NAME, nrow=data.shape[0], ncol=data.shape[1])
+    hf.size = [0.5 * ex, 0.5 * ey, span, cfg.border_height]
+    hf.userdata = data.astype(np.float32).ravel().tolist()
+    body = spec.worldbody.add_body(name=TERRAIN_BODY)
+
+    def geom(**kw: Any) -> None:
+        g = body.add_geom(**kw)
+        g.group, g.contype, g.conaffinity = cfg.geom_group, 1, 1
+        g.friction[:] = cfg.friction
+
+    geom(name=HFIELD_NAME, type=mujoco.mjtGeom.mjGEOM_HFIELD, hfieldname=HFIELD_NAME, pos=[0, 0, zmin], rgba=cfg.rgba)
+    for k, (b, cell) in enumerate(zip(terrain.boxes, terrain.box_cells, strict=True)):
+        geom(name=f"terrain_box_{k}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=b[:3], size=b[3:], rgba=_box_rgba(b, cell))
+    spec.compile()
+    return spec.to_xml()
+
+
+# ---------------------------------------------------------------------------------------------- the task part
+
+
+@dataclass(frozen=True)
+class TerrainCfg:
+    """The terrain as a task part (put it in ``TaskCfg.sensors``): per-env levels, types and origins.
+
+    The task's model must hold the same terrain: ``add_terrain(xml, generate_terrain(generator))`` (same seed).
+
+    Attributes:
+        generator: The grid.
+        max_init_level: Highest initial level (mjlab's Go1 rough: 5; ``None``: any row).
+    """
+
+    generator: TerrainGeneratorCfg
+    max_init_level: int | None = 5
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.generator, TerrainGeneratorCfg):
+            _fail("TerrainCfg", "generator", "a TerrainGeneratorCfg", self.generator)
+        _check_int("TerrainCfg", "max_init_level", self.max_init_level, 0, optional=True)
+
+    def build(self, env: ManagerBasedEnv) -> TerrainState:
+        """The terrain state of ``env``'s rows."""
+        return TerrainState(generate_terrain(self.generator), env.num_envs, env.device, self.max_init_level)
