@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from gym_graphreset.managers.draws import span
 from gym_graphreset.managers.registry import register_task
-from gym_graphreset.mdp.commands import span
 from gym_graphreset.tasks import (
     EventTerm,
     JointPositionAction,

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import torch
 
-from gym_graphreset.core.rng import STEP_KEY_STRIDE as STEP_KEY_STRIDE  # re-exported (core.rng's)
 from gym_graphreset.core.rng import EpisodeKeys, bits_to_uniform, counter_bits, step_bits
-from gym_graphreset.core.rng import StreamAllocator as StreamAllocator  # re-exported (core.rng's)
 
-__all__ = ["DrawBlock"]
+__all__ = ["DrawBlock", "span"]
+
+
+def span(u: torch.Tensor, lo: float | torch.Tensor, hi: float | torch.Tensor) -> torch.Tensor:
+    """``lo + (hi - lo) * u``: uniforms in ``[0, 1)`` mapped onto ``[lo, hi)``."""
+    return lo + (hi - lo) * u
 
 
 class DrawBlock:

@@ -38,8 +38,9 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
+from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.envs.mjwarp.vector_env import MJWarpVectorEnv
-from gym_graphreset.managers.draws import DrawBlock, StreamAllocator
+from gym_graphreset.managers.draws import DrawBlock
 from gym_graphreset.managers.model_access import ModelAccess, PhaseCache
 from gym_graphreset.managers.protocols import CommandTerm
 from gym_graphreset.managers.recorder_manager import RecorderManager

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
-__all__ = ["CommandCfg", "CommandTerm", "SensorCfg", "SensorTerm", "StatefulTerm"]
+__all__ = ["CommandCfg", "CommandTerm", "ObservedSensor", "SensorCfg", "SensorTerm", "StatefulTerm"]
 
 
 class CommandTerm(Protocol):
@@ -74,3 +74,15 @@ class SensorCfg(Protocol):
 
     def build(self, env: ManagerBasedEnv) -> SensorTerm:
         """The sensor's state for ``env``."""
+
+
+@runtime_checkable
+class ObservedSensor(Protocol):
+    """A sensor that can sense for observations alone (a ray sensor with ``cast="before_obs"``).
+
+    The env makes the observation a cache phase of its own for such sensors and, after the first observation,
+    refuses one that no observation made sense (``has_cast`` still false): its readers would read nothing.
+    """
+
+    cast: str
+    has_cast: bool

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gym_graphreset.managers.protocols import SensorTerm
-from gym_graphreset.mdp.rays import RayBuffers
+from gym_graphreset.managers.protocols import ObservedSensor, SensorTerm
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
@@ -22,7 +21,7 @@ class Sensors(dict[str, Any]):
     """The task's sensors by name: an unknown name is refused with the names there are (not a bare KeyError).
 
     Attributes:
-        sensed_before_obs: The ray sensors with ``cast="before_obs"``, by name.
+        sensed_before_obs: The sensors with ``cast="before_obs"`` (``ObservedSensor``), by name.
     """
 
     def __init__(self, env: ManagerBasedEnv) -> None:
@@ -36,7 +35,9 @@ class Sensors(dict[str, Any]):
                     f"forward_before_obs=True calls its refresh() after the forward pass"
                 )
         self.sensed_before_obs = {
-            n: sensor for n, sensor in self.items() if isinstance(sensor, RayBuffers) and sensor.cast == "before_obs"
+            n: sensor
+            for n, sensor in self.items()
+            if isinstance(sensor, ObservedSensor) and sensor.cast == "before_obs"
         }
         self._cast_checked = False
 

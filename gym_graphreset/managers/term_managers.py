@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from gym_graphreset.managers.binding import bind
-from gym_graphreset.managers.draws import DrawBlock
+from gym_graphreset.managers.draws import DrawBlock, span
 from gym_graphreset.managers.history import DelayBuffer
 from gym_graphreset.managers.observation_manager import ObservationManager
 from gym_graphreset.managers.protocols import StatefulTerm
 from gym_graphreset.managers.terms import ActionCfg, EventTerm, JointEffortAction, JointPositionAction
-from gym_graphreset.mdp.commands import span
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv

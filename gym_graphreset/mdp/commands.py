@@ -16,18 +16,14 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, interval, number
+from gym_graphreset.managers.draws import span
 from gym_graphreset.mdp import math as M
 from gym_graphreset.mdp.observations import base_lin_vel
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
-__all__ = ["VelocityCommand", "VelocityCommandCfg", "span"]
-
-
-def span(u: torch.Tensor, lo: float | torch.Tensor, hi: float | torch.Tensor) -> torch.Tensor:
-    """``lo + (hi - lo) * u``: uniforms in ``[0, 1)`` mapped onto ``[lo, hi)``."""
-    return lo + (hi - lo) * u
+__all__ = ["VelocityCommand", "VelocityCommandCfg"]
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, Accepts, accepts, interval, number
+from gym_graphreset.managers.draws import span
 from gym_graphreset.mdp import math as M
-from gym_graphreset.mdp.commands import span
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv

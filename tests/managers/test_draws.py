@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
-from gym_graphreset.core.rng import EpisodeKeys, bits_to_uniform, counter_bits
-from gym_graphreset.managers.draws import DrawBlock, StreamAllocator
+from gym_graphreset.core.rng import EpisodeKeys, StreamAllocator, bits_to_uniform, counter_bits
+from gym_graphreset.managers.draws import DrawBlock
 
 N, WORDS, STREAM = 3, 8, 710
 

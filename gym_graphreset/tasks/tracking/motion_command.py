@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Literal
 
 import torch
 
+from gym_graphreset.managers.draws import span
 from gym_graphreset.mdp import math as M
-from gym_graphreset.mdp.commands import span
 from gym_graphreset.mdp.recorders import body_ang_vel_w, body_lin_vel_w
 from gym_graphreset.tasks.tracking.motion_clips import MotionClip, load_motion
 
