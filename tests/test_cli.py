@@ -116,7 +116,7 @@ def test_no_ratio_across_tasks_and_same_task_by_default(tmp_path: Path, capsys: 
 
 def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
     """A compiled mode's line gives its compile time (not in ms/step), its graphs, and names any problem."""
-    from gym_graphreset.bench.runner import ModeResult, table
+    from gym_graphreset.bench.results import ModeResult, table
 
     def result(mode: str, ms: float, report: dict | None = None) -> ModeResult:
         extra = {} if report is None else {"compile": report}

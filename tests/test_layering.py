@@ -11,7 +11,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gym_graphreset"
 # The layers, bottom first: a folder (or top-level module) imports only folders of the layers below its own,
 # never one beside it or above it. A new folder must say where it sits.
 LAYERS: list[set[str]] = [
-    {"_moved"},
     {"capture"},  # CUDA-graph capture, torch.compile, host-read counting: no other part of the package
     {"core"},  # the wrapper
     {"envs", "wrappers", "distributed", "testing"},  # the engine (MuJoCo Warp, Gymnasium MuJoCo, CartPole), tools

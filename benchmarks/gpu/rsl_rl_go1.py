@@ -68,7 +68,7 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench.plotting import plot_training_curves
-from gym_graphreset.bench.runner import env_versions
+from gym_graphreset.bench.results import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 from gym_graphreset.mdp.terrain_levels import terrain_state
 from gym_graphreset.tasks import ManagerBasedEnv

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gym_graphreset.bench.plotting import plot_curves, plot_results, plot_soak
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -204,7 +204,8 @@ def _write_motion(env: Any, path: Path) -> None:
 
 def _renderer(env: Any, worlds: list[int], distance: float) -> Any:
     """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
-    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
+    from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+    from gym_graphreset.envs.mjwarp.rendering import WorldsView
 
     try:
         return WorldsView(env, worlds, distance=distance)

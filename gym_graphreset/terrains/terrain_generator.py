@@ -39,15 +39,16 @@ from gym_graphreset.terrains.checks import (
     _frame,
     _proportional_counts,
 )
-from gym_graphreset.terrains.sub_terrains import FlatTerrainCfg as FlatTerrainCfg
-from gym_graphreset.terrains.sub_terrains import PyramidSlopeTerrainCfg as PyramidSlopeTerrainCfg
-from gym_graphreset.terrains.sub_terrains import PyramidStairsTerrainCfg as PyramidStairsTerrainCfg
-from gym_graphreset.terrains.sub_terrains import RandomBoxesTerrainCfg as RandomBoxesTerrainCfg
-from gym_graphreset.terrains.sub_terrains import RandomRoughTerrainCfg as RandomRoughTerrainCfg
-from gym_graphreset.terrains.sub_terrains import SubTerrain
-from gym_graphreset.terrains.sub_terrains import SubTerrainCfg as SubTerrainCfg
-from gym_graphreset.terrains.sub_terrains import WaveTerrainCfg as WaveTerrainCfg
-from gym_graphreset.terrains.terrain_state import TerrainState as TerrainState
+from gym_graphreset.terrains.sub_terrains import (
+    FlatTerrainCfg,
+    PyramidSlopeTerrainCfg,
+    PyramidStairsTerrainCfg,
+    RandomRoughTerrainCfg,
+    SubTerrain,
+    SubTerrainCfg,
+    WaveTerrainCfg,
+)
+from gym_graphreset.terrains.terrain_state import TerrainState
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv

@@ -37,15 +37,8 @@ from gym_graphreset.tasks import (
     TaskCfg,
     TerminationTerm,
 )
-from gym_graphreset.terrains.terrain_generator import (
-    FlatTerrainCfg,
-    PyramidStairsTerrainCfg,
-    RandomRoughTerrainCfg,
-    Terrain,
-    TerrainGeneratorCfg,
-    add_terrain,
-    generate_terrain,
-)
+from gym_graphreset.terrains.sub_terrains import FlatTerrainCfg, PyramidStairsTerrainCfg, RandomRoughTerrainCfg
+from gym_graphreset.terrains.terrain_generator import Terrain, TerrainGeneratorCfg, add_terrain, generate_terrain
 from gym_graphreset.testing import assert_no_host_reads
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -16,16 +16,18 @@ import numpy as np
 import pytest
 import torch
 
-from gym_graphreset.terrains.terrain_generator import (
-    ROUGH_TERRAINS_CFG,
+from gym_graphreset.terrains.sub_terrains import (
     FlatTerrainCfg,
     PyramidSlopeTerrainCfg,
     PyramidStairsTerrainCfg,
     RandomBoxesTerrainCfg,
     RandomRoughTerrainCfg,
+    WaveTerrainCfg,
+)
+from gym_graphreset.terrains.terrain_generator import (
+    ROUGH_TERRAINS_CFG,
     TerrainCfg,
     TerrainGeneratorCfg,
-    WaveTerrainCfg,
     add_terrain,
     generate_terrain,
 )

@@ -28,10 +28,8 @@ from gym_graphreset.core.inputs import check_device, check_env_counts, check_pos
 from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
-from gym_graphreset.envs.mjwarp.checks import healthy_range as healthy_range
 from gym_graphreset.envs.mjwarp.constants import ModelConstants
-from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase
-from gym_graphreset.envs.mjwarp.construction import default_device as default_device
+from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase, default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
 
