@@ -17,7 +17,7 @@ import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, interval, number
 from gym_graphreset.managers.draws import span
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.observations import base_lin_vel
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ class VelocityCommand:
 
     def update(self) -> None:
         """Heading rows steer toward their target; standing rows get a zero command."""
-        err = M.wrap_to_pi(self.heading_target - M.heading(self.env.base_quat))
+        err = mdp_math.wrap_to_pi(self.heading_target - mdp_math.heading(self.env.base_quat))
         r = self.ranges()
         wz = torch.clamp(self.cfg.heading_stiffness * err, r[2], r[3])
         self.command[:, 2].copy_(torch.where(self.is_heading, wz, self.command[:, 2]))

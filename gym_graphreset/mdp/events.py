@@ -15,7 +15,7 @@ import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, Accepts, accepts, interval, number
 from gym_graphreset.managers.draws import span
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp.math import quat_rotate_inverse, yaw_quat
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
@@ -48,7 +48,7 @@ def reset_root_state_uniform(
     qpos[:, 0] = span(u[:, 0], -xy, xy)
     qpos[:, 1] = span(u[:, 1], -xy, xy)
     qpos[:, 2] = env.cfg.init_base_height + span(u[:, 2], *z)
-    qpos[:, 3:7] = M.yaw_quat(span(u[:, 3], -yaw, yaw))
+    qpos[:, 3:7] = yaw_quat(span(u[:, 3], -yaw, yaw))
 
 
 @accepts(position_range=interval())
@@ -127,7 +127,7 @@ def push_by_setting_velocity(
     )
     kick = (2.0 * u - 1.0) * scale
     lin, ang_w = kick[:, :3], kick[:, 3:]
-    ang_b = M.quat_rotate_inverse(env.base_quat, ang_w)  # free-joint angular qvel is in the body frame
+    ang_b = quat_rotate_inverse(env.base_quat, ang_w)  # free-joint angular qvel is in the body frame
     r1 = rows.unsqueeze(1)
     env.qvel[:, 0:3].add_(torch.where(r1, lin, 0.0))
     env.qvel[:, 3:6].add_(torch.where(r1, ang_b, 0.0))

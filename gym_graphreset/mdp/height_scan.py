@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.managers.binding import reads_sensors
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group
 
 if TYPE_CHECKING:
@@ -180,12 +180,12 @@ class RayCastSensor(RayBuffers):
         n, k = env.num_envs, self.num_rays
         offsets = self.offsets.expand(n, k, 3)
         if cfg.alignment == "yaw":
-            q = M.yaw_quat(M.heading(quat))
-            offsets = M.quat_rotate(q.repeat_interleave(k, 0), offsets.reshape(-1, 3)).view(n, k, 3)
+            q = mdp_math.yaw_quat(mdp_math.heading(quat))
+            offsets = mdp_math.quat_rotate(q.repeat_interleave(k, 0), offsets.reshape(-1, 3)).view(n, k, 3)
         elif cfg.alignment == "base":
             qk = quat.repeat_interleave(k, 0)
-            offsets = M.quat_rotate(qk, offsets.reshape(-1, 3)).view(n, k, 3)
-            self.directions.copy_(M.quat_rotate(qk, self._down).view(n, k, 3))
+            offsets = mdp_math.quat_rotate(qk, offsets.reshape(-1, 3)).view(n, k, 3)
+            self.directions.copy_(mdp_math.quat_rotate(qk, self._down).view(n, k, 3))
         self.origins.copy_(pos.unsqueeze(1) + offsets)
         env.runtime.run(f"ray_cast:{cfg.body}:{id(self)}", self._launch)
         self._hits.copy_(self.origins + self.distances.unsqueeze(-1) * self.directions)
@@ -251,6 +251,6 @@ def terrain_normal(env: ManagerBasedEnv, sensor_name: str, max_points: int = 32)
                 lambda: torch.linspace(0, k - 1, max_points, device=points.device).long(),
             )
             points, hit = points[:, idx], hit[:, idx]
-        return M.fit_plane_normal(points, hit)
+        return mdp_math.fit_plane_normal(points, hit)
 
     return env.cached(("terrain_normal", sensor_name, max_points), compute)

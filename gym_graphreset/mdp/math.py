@@ -1,4 +1,4 @@
-"""The tensor math under the task terms: rotations, velocities and the reward kernels, as plain batched torch.
+"""The tensor math the terms share: rotations, velocities, command activity and plane fits, as plain batched torch.
 
 No host read, no branching on data: every function takes full-width ``(num_envs, ...)`` tensors and
 returns one value per row, so a term is
@@ -13,11 +13,8 @@ import torch
 
 __all__ = [
     "active_command",
-    "feet_clearance",
-    "feet_slip",
     "fit_plane_normal",
     "heading",
-    "joint_pos_limits",
     "point_velocity",
     "projected_gravity",
     "quat_conjugate",
@@ -26,11 +23,6 @@ __all__ = [
     "quat_mul",
     "quat_rotate",
     "quat_rotate_inverse",
-    "soft_landing",
-    "track_angular_velocity",
-    "track_linear_velocity",
-    "upright",
-    "variable_posture",
     "rotation_columns",
     "wrap_to_pi",
     "yaw_of",
@@ -152,63 +144,6 @@ def active_command(command: torch.Tensor, threshold: float) -> torch.Tensor:
     """1.0 where ``|v_xy| + |w_z|`` of the command exceeds ``threshold``, else 0.0."""
     total = torch.linalg.vector_norm(command[:, :2], dim=1) + command[:, 2].abs()
     return (total > threshold).float()
-
-
-def track_linear_velocity(command: torch.Tensor, lin_vel_b: torch.Tensor, std: float) -> torch.Tensor:
-    """``exp(-(|cmd_xy - v_xy|^2 + v_z^2) / std^2)`` (body frame; the commanded v_z is zero)."""
-    err = (command[:, :2] - lin_vel_b[:, :2]).square().sum(dim=1) + lin_vel_b[:, 2].square()
-    return torch.exp(-err / std**2)
-
-
-def track_angular_velocity(command: torch.Tensor, ang_vel_b: torch.Tensor, std: float) -> torch.Tensor:
-    """``exp(-((cmd_wz - w_z)^2 + |w_xy|^2) / std^2)`` (body frame)."""
-    err = (command[:, 2] - ang_vel_b[:, 2]).square() + ang_vel_b[:, :2].square().sum(dim=1)
-    return torch.exp(-err / std**2)
-
-
-def upright(gravity_b: torch.Tensor, std: float) -> torch.Tensor:
-    """``exp(-|g_xy|^2 / std^2)`` of the projected gravity: 1 when level."""
-    return torch.exp(-gravity_b[:, :2].square().sum(dim=1) / std**2)
-
-
-def variable_posture(
-    joint_pos_rel: torch.Tensor,
-    command: torch.Tensor,
-    std: torch.Tensor,
-    walking_threshold: float,
-    running_threshold: float,
-) -> torch.Tensor:
-    """``exp(-mean(dq^2 / s^2))`` with per-joint ``s`` picked by command speed.
-
-    ``std`` is ``(3, nj)``: rows for standing, walking and running, chosen by ``|v_xy| + |w_z|`` against
-    the two thresholds.
-    """
-    speed = torch.linalg.vector_norm(command[:, :2], dim=1) + command[:, 2].abs()
-    regime = (speed >= walking_threshold).long() + (speed >= running_threshold).long()
-    s = std[regime]
-    return torch.exp(-(joint_pos_rel.square() / s.square()).mean(dim=1))
-
-
-def joint_pos_limits(joint_pos: torch.Tensor, soft_limits: torch.Tensor) -> torch.Tensor:
-    """Sum over joints of how far each is outside its soft limits ``(nj, 2)``."""
-    below = (soft_limits[:, 0] - joint_pos).clamp(min=0.0)
-    above = (joint_pos - soft_limits[:, 1]).clamp(min=0.0)
-    return (below + above).sum(dim=1)
-
-
-def feet_clearance(foot_height: torch.Tensor, foot_vel_w: torch.Tensor, target: float) -> torch.Tensor:
-    """``sum_f |h_f - target| * |v_xy,f|``: swing feet should pass at ``target`` height."""
-    return ((foot_height - target).abs() * torch.linalg.vector_norm(foot_vel_w[..., :2], dim=-1)).sum(dim=1)
-
-
-def feet_slip(in_contact: torch.Tensor, foot_vel_w: torch.Tensor) -> torch.Tensor:
-    """``sum_f |v_xy,f|^2`` over feet in contact."""
-    return (foot_vel_w[..., :2].square().sum(dim=-1) * in_contact).sum(dim=1)
-
-
-def soft_landing(force: torch.Tensor, first_contact: torch.Tensor) -> torch.Tensor:
-    """``sum_f |F_f|`` over feet that touched down this step."""
-    return (torch.linalg.vector_norm(force, dim=-1) * first_contact).sum(dim=1)
 
 
 def fit_plane_normal(points: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

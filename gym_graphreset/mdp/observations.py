@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import reads_sensors
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.sensors import ContactSensor
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ __all__ = [
 
 def base_lin_vel(env: ManagerBasedEnv) -> torch.Tensor:
     """Linear velocity of the base origin in the base frame, ``(n, 3)``."""
-    return env.cached("base_lin_vel", lambda: M.quat_rotate_inverse(env.base_quat, env.qvel[:, 0:3]))
+    return env.cached("base_lin_vel", lambda: mdp_math.quat_rotate_inverse(env.base_quat, env.qvel[:, 0:3]))
 
 
 def base_ang_vel(env: ManagerBasedEnv) -> torch.Tensor:
@@ -60,7 +60,7 @@ def imu_lin_vel(env: ManagerBasedEnv, site: str) -> torch.Tensor:
 
 def projected_gravity(env: ManagerBasedEnv) -> torch.Tensor:
     """The unit gravity direction in the base frame, ``(n, 3)``."""
-    return env.cached("projected_gravity", lambda: M.projected_gravity(env.base_quat))
+    return env.cached("projected_gravity", lambda: mdp_math.projected_gravity(env.base_quat))
 
 
 def joint_pos_rel(env: ManagerBasedEnv, biased: bool = False) -> torch.Tensor:
@@ -104,7 +104,7 @@ def feet(
             raise ValueError(
                 f"feet: sensor {height_sensor_name!r} gives {height.shape[1]} heights for {len(sites)} sites"
             )
-        return height, M.point_velocity(env.cvel[:, bodies], root, pos)
+        return height, mdp_math.point_velocity(env.cvel[:, bodies], root, pos)
 
     return env.cached(("feet", sites, height_sensor_name), compute)
 
@@ -154,4 +154,4 @@ def body_quat(env: ManagerBasedEnv, body: str) -> torch.Tensor:
 
 def body_projected_gravity(env: ManagerBasedEnv, body: str) -> torch.Tensor:
     """The unit gravity direction in a body's frame, ``(n, 3)`` (from its world orientation ``xquat``)."""
-    return env.cached(("body_projected_gravity", body), lambda: M.projected_gravity(body_quat(env, body)))
+    return env.cached(("body_projected_gravity", body), lambda: mdp_math.projected_gravity(body_quat(env, body)))

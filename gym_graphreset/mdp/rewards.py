@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import FINITE, NON_NEGATIVE, POSITIVE, accepts, number, reads_sensors
-from gym_graphreset.mdp import math as M
-from gym_graphreset.mdp import observations as O
+from gym_graphreset.mdp import observations
 from gym_graphreset.mdp.height_scan import RayCastSensor, terrain_normal
+from gym_graphreset.mdp.math import active_command, quat_rotate_inverse
 from gym_graphreset.mdp.sensors import ContactSensor
 from gym_graphreset.mdp.terminations import contact_forces
 from gym_graphreset.mdp.terrain_height import TerrainHeightSensor
@@ -55,19 +55,23 @@ def per_joint(env: ManagerBasedEnv, values: float | Mapping[str, float], what: s
 
 
 def _active(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.Tensor:
-    return M.active_command(env.commands[command_name].command, threshold)
+    return active_command(env.commands[command_name].command, threshold)
 
 
 @accepts(std=POSITIVE)
 def track_linear_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
     """``exp(-(|cmd_xy - v_xy|^2 + v_z^2) / std^2)`` in the base frame."""
-    return M.track_linear_velocity(env.commands[command_name].command, O.base_lin_vel(env), std)
+    command, lin_vel_b = env.commands[command_name].command, observations.base_lin_vel(env)
+    err = (command[:, :2] - lin_vel_b[:, :2]).square().sum(dim=1) + lin_vel_b[:, 2].square()
+    return torch.exp(-err / std**2)
 
 
 @accepts(std=POSITIVE)
 def track_angular_velocity(env: ManagerBasedEnv, std: float, command_name: str) -> torch.Tensor:
     """``exp(-((cmd_wz - w_z)^2 + |w_xy|^2) / std^2)`` in the base frame."""
-    return M.track_angular_velocity(env.commands[command_name].command, O.base_ang_vel(env), std)
+    command, ang_vel_b = env.commands[command_name].command, observations.base_ang_vel(env)
+    err = (command[:, 2] - ang_vel_b[:, 2]).square() + ang_vel_b[:, :2].square().sum(dim=1)
+    return torch.exp(-err / std**2)
 
 
 @accepts(std=POSITIVE)
@@ -81,10 +85,13 @@ def upright(
     (:func:`~gym_graphreset.mdp.height_scan.terrain_normal`) instead of gravity, as mjlab's rough Go1.
     """
     if terrain_sensor_name is None:
-        gravity = O.projected_gravity(env) if body is None else O.body_projected_gravity(env, body)
-        return M.upright(gravity, std)
-    quat = env.base_quat if body is None else O.body_quat(env, body)
-    return M.upright(M.quat_rotate_inverse(quat, terrain_normal(env, terrain_sensor_name)), std)
+        gravity = (
+            observations.projected_gravity(env) if body is None else observations.body_projected_gravity(env, body)
+        )
+    else:
+        quat = env.base_quat if body is None else observations.body_quat(env, body)
+        gravity = quat_rotate_inverse(quat, terrain_normal(env, terrain_sensor_name))
+    return torch.exp(-gravity[:, :2].square().sum(dim=1) / std**2)
 
 
 def body_ang_vel_xy_l2(env: ManagerBasedEnv, body: str) -> torch.Tensor:
@@ -94,7 +101,7 @@ def body_ang_vel_xy_l2(env: ManagerBasedEnv, body: str) -> torch.Tensor:
 
 def angular_momentum_l2(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """``|L|^2`` of a ``subtreeangmom`` sensor: the whole body's angular momentum about its centre of mass."""
-    return O.builtin_sensor(env, sensor_name).square().sum(dim=1)
+    return observations.builtin_sensor(env, sensor_name).square().sum(dim=1)
 
 
 @accepts(force_threshold=NON_NEGATIVE)
@@ -111,7 +118,10 @@ def self_collision_cost(env: ManagerBasedEnv, sensor_name: str, force_threshold:
 
 def joint_pos_limits(env: ManagerBasedEnv) -> torch.Tensor:
     """How far the joints are outside their soft limits, summed."""
-    return M.joint_pos_limits(env.qpos[:, env.joint_qpos_ids], env.soft_joint_limits)
+    joint_pos, soft_limits = env.qpos[:, env.joint_qpos_ids], env.soft_joint_limits
+    below = (soft_limits[:, 0] - joint_pos).clamp(min=0.0)
+    above = (joint_pos - soft_limits[:, 1]).clamp(min=0.0)
+    return (below + above).sum(dim=1)
 
 
 def action_rate_l2(env: ManagerBasedEnv) -> torch.Tensor:
@@ -130,8 +140,9 @@ def feet_clearance(
     height_sensor_name: str | None = None,
 ) -> torch.Tensor:
     """``sum_f |h_f - target| * |v_xy,f|`` while the command is active (``h``: see :func:`~.observations.feet`)."""
-    height, vel = O.feet(env, sites, height_sensor_name)
-    return M.feet_clearance(height, vel, target_height) * _active(env, command_name, command_threshold)
+    height, vel = observations.feet(env, sites, height_sensor_name)
+    clearance = ((height - target_height).abs() * torch.linalg.vector_norm(vel[..., :2], dim=-1)).sum(dim=1)
+    return clearance * _active(env, command_name, command_threshold)
 
 
 @accepts(command_threshold=NON_NEGATIVE)
@@ -140,8 +151,8 @@ def feet_slip(
     env: ManagerBasedEnv, sites: tuple[str, ...], sensor_name: str, command_name: str, command_threshold: float
 ) -> torch.Tensor:
     """``sum_f |v_xy,f|^2`` over feet in contact, while the command is active."""
-    _, vel = O.feet(env, sites)
-    slip = M.feet_slip(env.sensors[sensor_name].in_contact, vel)
+    _, vel = observations.feet(env, sites)
+    slip = (vel[..., :2].square().sum(dim=-1) * env.sensors[sensor_name].in_contact).sum(dim=1)
     return slip * _active(env, command_name, command_threshold)
 
 
@@ -150,7 +161,8 @@ def feet_slip(
 def soft_landing(env: ManagerBasedEnv, sensor_name: str, command_name: str, command_threshold: float) -> torch.Tensor:
     """``sum_f |F_f|`` over feet that touched down this step, while the command is active."""
     sensor = env.sensors[sensor_name]
-    return M.soft_landing(sensor.force, sensor.first_contact) * _active(env, command_name, command_threshold)
+    landing = (torch.linalg.vector_norm(sensor.force, dim=-1) * sensor.first_contact).sum(dim=1)
+    return landing * _active(env, command_name, command_threshold)
 
 
 @accepts(target_height=POSITIVE, command_threshold=NON_NEGATIVE)
@@ -181,7 +193,7 @@ class FootSwingHeight:
         """This step's penalty."""
         sensor = self.env.sensors[self.sensor_name]
         touching = sensor.in_contact > 0
-        height, _ = O.feet(self.env, self.sites, self.height_sensor_name)
+        height, _ = observations.feet(self.env, self.sites, self.height_sensor_name)
         self.peak_height.copy_(torch.where(touching, self.peak_height, torch.maximum(self.peak_height, height)))
         first = sensor.first_contact
         swing = ((self.peak_height / self.target - 1.0).square() * first).sum(dim=1)
@@ -235,4 +247,7 @@ class VariablePosture:
         env = self.env
         rel = env.qpos[:, env.joint_qpos_ids] - env.default_joint_pos
         command = env.commands[self.command_name].command
-        return M.variable_posture(rel, command, self.std, self.walking, self.running)
+        speed = torch.linalg.vector_norm(command[:, :2], dim=1) + command[:, 2].abs()
+        regime = (speed >= self.walking).long() + (speed >= self.running).long()
+        s = self.std[regime]  # (n, nj): the standing, walking or running stds by command speed
+        return torch.exp(-(rel.square() / s.square()).mean(dim=1))

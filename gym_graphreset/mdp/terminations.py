@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import FINITE, NON_NEGATIVE, accepts, reads_sensors
-from gym_graphreset.mdp import observations as O
+from gym_graphreset.mdp.observations import projected_gravity
 from gym_graphreset.mdp.sensors import ContactSensor
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def time_out(env: ManagerBasedEnv) -> torch.Tensor:
 @accepts(limit_angle=NON_NEGATIVE)
 def bad_orientation(env: ManagerBasedEnv, limit_angle: float) -> torch.Tensor:
     """The base tilted more than ``limit_angle`` [rad] from upright."""
-    gravity = O.projected_gravity(env)
+    gravity = projected_gravity(env)
     return torch.acos((-gravity[:, 2]).clamp(-1.0, 1.0)) > limit_angle
 
 

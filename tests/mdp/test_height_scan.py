@@ -553,14 +553,14 @@ def test_a_metric_on_kept_rays_does_not_freeze_the_observation() -> None:
     """A metric (outside the observation) reading the foot rays through ``mdp.observations.feet`` (cached per
     phase) must not leave its value for an observation that reads the same: the observed clearances are the
     same with and without it (they froze at the kept rays when the observation reused the metric's value)."""
-    from gym_graphreset.mdp import observations as O
+    from gym_graphreset.mdp import observations
     from tests.tasks.test_layer import _actions
 
     def feet_mean(env: ManagerBasedEnv) -> torch.Tensor:
-        return O.feet(env, SOLES, "fh")[0].mean(dim=1)
+        return observations.feet(env, SOLES, "fh")[0].mean(dim=1)
 
     def feet_heights(env: ManagerBasedEnv) -> torch.Tensor:
-        return O.feet(env, SOLES, "fh")[0]
+        return observations.feet(env, SOLES, "fh")[0]
 
     runs = []
     for with_metric in (False, True):

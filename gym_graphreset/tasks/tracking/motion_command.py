@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from gym_graphreset.managers.draws import span
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp.math import (
+    quat_conjugate,
+    quat_error_magnitude,
+    quat_from_euler_xyz,
+    quat_mul,
+    quat_rotate,
+    quat_rotate_inverse,
+    yaw_of,
+    yaw_quat,
+)
 from gym_graphreset.mdp.recorders import body_ang_vel_w, body_lin_vel_w
 from gym_graphreset.tasks.tracking.motion_clips import MotionClip, load_motion
 
@@ -177,8 +186,8 @@ class MotionCommand:
             a_pos, a_quat = pos[:, self.anchor : self.anchor + 1], quat[:, self.anchor : self.anchor + 1]
             r_pos, r_quat = (x[:, self.anchor : self.anchor + 1] for x in self.robot_bodies()[:2])
             delta_pos = torch.cat((r_pos[..., :2], a_pos[..., 2:]), dim=-1)
-            delta_ori = M.yaw_quat(M.yaw_of(M.quat_mul(r_quat, M.quat_conjugate(a_quat)))).expand_as(quat)
-            return delta_pos + M.quat_rotate(delta_ori, pos - a_pos), M.quat_mul(delta_ori, quat)
+            delta_ori = yaw_quat(yaw_of(quat_mul(r_quat, quat_conjugate(a_quat)))).expand_as(quat)
+            return delta_pos + quat_rotate(delta_ori, pos - a_pos), quat_mul(delta_ori, quat)
 
         return self.env.cached(("motion_relative_bodies", id(self)), compute)
 
@@ -243,9 +252,9 @@ class MotionCommand:
         top_bin = torch.argmax(p).to(p.dtype) / self.bin_count  # a value, never an index: no host read
         return {
             "error_anchor_pos": (self.motion_bodies("body_pos_w")[:, a] - pos[:, a]).norm(dim=-1),
-            "error_anchor_rot": M.quat_error_magnitude(self.motion_bodies("body_quat_w")[:, a], quat[:, a]),
+            "error_anchor_rot": quat_error_magnitude(self.motion_bodies("body_quat_w")[:, a], quat[:, a]),
             "error_body_pos": (rel_pos - pos).norm(dim=-1).mean(dim=-1),
-            "error_body_rot": M.quat_error_magnitude(rel_quat, quat).mean(dim=-1),
+            "error_body_rot": quat_error_magnitude(rel_quat, quat).mean(dim=-1),
             "error_body_lin_vel": (self.motion_bodies("body_lin_vel_w") - lin).norm(dim=-1).mean(dim=-1),
             "error_body_ang_vel": (self.motion_bodies("body_ang_vel_w") - ang).norm(dim=-1).mean(dim=-1),
             "error_joint_pos": (self._frame(self.clip.joint_pos) - joints[0]).norm(dim=-1),
@@ -279,7 +288,7 @@ def reset_to_motion_frame(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Ten
     frame = command.start(rows, u)
     pose = span(u[:, 2:8], command._pose[:, 0], command._pose[:, 1])
     vel = span(u[:, 8:14], command._vel[:, 0], command._vel[:, 1])
-    root_quat = M.quat_mul(M.quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), clip.body_quat_w[frame, 0])
+    root_quat = quat_mul(quat_from_euler_xyz(pose[:, 3], pose[:, 4], pose[:, 5]), clip.body_quat_w[frame, 0])
     limits = env.soft_joint_limits
     joints = clip.joint_pos[frame] + span(u[:, 14 : 14 + nj], *cfg.joint_position_range)
     state = env.initial_state
@@ -287,5 +296,5 @@ def reset_to_motion_frame(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Ten
     state.qpos[:, 3:7] = root_quat
     state.qpos[:, env.joint_qpos_ids] = torch.maximum(torch.minimum(joints, limits[:, 1]), limits[:, 0])
     state.qvel[:, 0:3] = clip.body_lin_vel_w[frame, 0] + vel[:, 0:3]
-    state.qvel[:, 3:6] = M.quat_rotate_inverse(root_quat, clip.body_ang_vel_w[frame, 0] + vel[:, 3:6])
+    state.qvel[:, 3:6] = quat_rotate_inverse(root_quat, clip.body_ang_vel_w[frame, 0] + vel[:, 3:6])
     state.qvel[:, env.joint_dof_ids] = clip.joint_vel[frame]

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, POSITIVE, accepts
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp.math import (
+    projected_gravity,
+    quat_conjugate,
+    quat_error_magnitude,
+    quat_mul,
+    quat_rotate_inverse,
+    rotation_columns,
+)
 from gym_graphreset.tasks.tracking.motion_command import MotionCommand, motion_command
 
 if TYPE_CHECKING:
@@ -49,13 +56,13 @@ def _anchor_frames(command: MotionCommand) -> tuple[torch.Tensor, torch.Tensor, 
 def motion_anchor_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The clip's anchor position in the robot's anchor frame, ``(n, 3)``."""
     r_pos, r_quat, m_pos, _ = _anchor_frames(motion_command(env, command_name))
-    return M.quat_rotate_inverse(r_quat, m_pos - r_pos)
+    return quat_rotate_inverse(r_quat, m_pos - r_pos)
 
 
 def motion_anchor_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The clip's anchor orientation in the robot's anchor frame, two rotation-matrix columns, ``(n, 6)``."""
     _, r_quat, _, m_quat = _anchor_frames(motion_command(env, command_name))
-    return M.rotation_columns(M.quat_mul(M.quat_conjugate(r_quat), m_quat))
+    return rotation_columns(quat_mul(quat_conjugate(r_quat), m_quat))
 
 
 def robot_body_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
@@ -64,7 +71,7 @@ def robot_body_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     pos, quat = command.robot_bodies()[:2]
     a = command.anchor
     anchor_q = quat[:, a : a + 1].expand_as(quat)
-    return M.quat_rotate_inverse(anchor_q, pos - pos[:, a : a + 1]).flatten(1)
+    return quat_rotate_inverse(anchor_q, pos - pos[:, a : a + 1]).flatten(1)
 
 
 def robot_body_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
@@ -72,7 +79,7 @@ def robot_body_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     command = motion_command(env, command_name)
     quat = command.robot_bodies()[1]
     a = command.anchor
-    return M.rotation_columns(M.quat_mul(M.quat_conjugate(quat[:, a : a + 1].expand_as(quat)), quat)).flatten(1)
+    return rotation_columns(quat_mul(quat_conjugate(quat[:, a : a + 1].expand_as(quat)), quat)).flatten(1)
 
 
 # ---------------------------------------------------------------------------------------------- rewards
@@ -93,7 +100,7 @@ def motion_global_anchor_position_error_exp(env: ManagerBasedEnv, command_name: 
 def motion_global_anchor_orientation_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
     """``exp(-angle(q_anchor,clip, q_anchor,robot)^2 / std^2)``."""
     _, r_quat, _, m_quat = _anchor_frames(motion_command(env, command_name))
-    return _exp(M.quat_error_magnitude(m_quat, r_quat).square(), std)
+    return _exp(quat_error_magnitude(m_quat, r_quat).square(), std)
 
 
 @accepts(std=POSITIVE)
@@ -107,7 +114,7 @@ def motion_relative_body_position_error_exp(env: ManagerBasedEnv, command_name: 
 def motion_relative_body_orientation_error_exp(env: ManagerBasedEnv, command_name: str, std: float) -> torch.Tensor:
     """``exp(-mean_b angle(q_b,clip (on the robot's heading), q_b,robot)^2 / std^2)``."""
     command = motion_command(env, command_name)
-    error = M.quat_error_magnitude(command.relative_bodies()[1], command.robot_bodies()[1]).square()
+    error = quat_error_magnitude(command.relative_bodies()[1], command.robot_bodies()[1]).square()
     return _exp(error.mean(-1), std)
 
 
@@ -141,7 +148,7 @@ def bad_anchor_pos_z_only(env: ManagerBasedEnv, command_name: str, threshold: fl
 def bad_anchor_ori(env: ManagerBasedEnv, command_name: str, threshold: float) -> torch.Tensor:
     """The anchor's tilt differs from the clip's: gravity's z in the anchor frames differs by > ``threshold``."""
     _, r_quat, _, m_quat = _anchor_frames(motion_command(env, command_name))
-    return (M.projected_gravity(m_quat)[:, 2] - M.projected_gravity(r_quat)[:, 2]).abs() > threshold
+    return (projected_gravity(m_quat)[:, 2] - projected_gravity(r_quat)[:, 2]).abs() > threshold
 
 
 @accepts(threshold=NON_NEGATIVE)

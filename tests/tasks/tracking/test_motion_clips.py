@@ -12,7 +12,14 @@ import pytest
 import torch
 
 from gym_graphreset.assets.robots.g1.clip import G1_CLIP, scripted_targets
-from gym_graphreset.mdp import math as M
+from gym_graphreset.mdp.math import (
+    quat_error_magnitude,
+    quat_from_euler_xyz,
+    quat_mul,
+    rotation_columns,
+    yaw_of,
+    yaw_quat,
+)
 from gym_graphreset.tasks.tracking.motion_clips import MOTION_KEYS, load_motion
 
 G1_SHAPE = {"num_joints": 29, "num_bodies": 30}
@@ -122,10 +129,10 @@ def test_quaternion_helpers_agree_with_mujoco() -> None:
     for i in range(4):
         prod = np.zeros(4)
         mujoco.mju_mulQuat(prod, q[i].double().numpy(), r[i].double().numpy())
-        assert np.allclose(prod, M.quat_mul(q, r)[i].numpy(), atol=1e-6)
+        assert np.allclose(prod, quat_mul(q, r)[i].numpy(), atol=1e-6)
         mat = np.zeros(9)
         mujoco.mju_quat2Mat(mat, q[i].double().numpy())
-        assert np.allclose(mat.reshape(3, 3)[:, :2].reshape(-1), M.rotation_columns(q)[i].numpy(), atol=1e-6)
+        assert np.allclose(mat.reshape(3, 3)[:, :2].reshape(-1), rotation_columns(q)[i].numpy(), atol=1e-6)
     z, y, x = np.zeros(4), np.zeros(4), np.zeros(4)
     mujoco.mju_axisAngle2Quat(z, np.array([0.0, 0.0, 1.0]), 0.7)
     mujoco.mju_axisAngle2Quat(y, np.array([0.0, 1.0, 0.0]), -0.2)
@@ -133,8 +140,8 @@ def test_quaternion_helpers_agree_with_mujoco() -> None:
     zy, zyx = np.zeros(4), np.zeros(4)
     mujoco.mju_mulQuat(zy, z, y)
     mujoco.mju_mulQuat(zyx, zy, x)
-    euler = M.quat_from_euler_xyz(torch.tensor(0.3), torch.tensor(-0.2), torch.tensor(0.7))
+    euler = quat_from_euler_xyz(torch.tensor(0.3), torch.tensor(-0.2), torch.tensor(0.7))
     assert np.allclose(euler.numpy(), zyx, atol=1e-6)
-    angle = M.quat_error_magnitude(torch.tensor(z, dtype=torch.float32), torch.tensor([1.0, 0.0, 0.0, 0.0]))
+    angle = quat_error_magnitude(torch.tensor(z, dtype=torch.float32), torch.tensor([1.0, 0.0, 0.0, 0.0]))
     assert angle.item() == pytest.approx(0.7, abs=1e-5)
-    assert torch.allclose(M.yaw_of(M.yaw_quat(torch.tensor([0.4, -2.0]))), torch.tensor([0.4, -2.0]), atol=1e-6)
+    assert torch.allclose(yaw_of(yaw_quat(torch.tensor([0.4, -2.0]))), torch.tensor([0.4, -2.0]), atol=1e-6)

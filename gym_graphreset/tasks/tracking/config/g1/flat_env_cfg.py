@@ -34,8 +34,13 @@ from gym_graphreset.managers.terms import (
     TerminationTerm,
     UniformNoise,
 )
-from gym_graphreset.tasks.tracking import motion_command as T
-from gym_graphreset.tasks.tracking import tracking_terms as MT
+from gym_graphreset.tasks.tracking import tracking_terms
+from gym_graphreset.tasks.tracking.motion_command import (
+    MotionCommand,
+    MotionCommandCfg,
+    reset_draws,
+    reset_to_motion_frame,
+)
 from gym_graphreset.tasks.velocity.config.g1.flat_env_cfg import TORSO, self_collision_sensor
 
 __all__ = ["TRACKED_BODIES", "G1TrackingFlatEnv", "g1_tracking_flat_cfg"]
@@ -73,8 +78,8 @@ def g1_tracking_flat_cfg(
 
     policy = {
         "command": ObsTerm(mdp.generated_commands, params=cmd),
-        "motion_anchor_pos_b": noisy(MT.motion_anchor_pos_b, 0.25, **cmd),
-        "motion_anchor_ori_b": noisy(MT.motion_anchor_ori_b, 0.05, **cmd),
+        "motion_anchor_pos_b": noisy(tracking_terms.motion_anchor_pos_b, 0.25, **cmd),
+        "motion_anchor_ori_b": noisy(tracking_terms.motion_anchor_ori_b, 0.05, **cmd),
         "base_lin_vel": noisy(mdp.imu_lin_vel, 0.5, site="imu_in_pelvis"),
         "base_ang_vel": noisy(mdp.base_ang_vel, 0.2),
         "joint_pos": noisy(mdp.joint_pos_rel, 0.01, biased=True),
@@ -83,10 +88,10 @@ def g1_tracking_flat_cfg(
     }
     critic = {
         "command": policy["command"],
-        "motion_anchor_pos_b": ObsTerm(MT.motion_anchor_pos_b, params=cmd),
-        "motion_anchor_ori_b": ObsTerm(MT.motion_anchor_ori_b, params=cmd),
-        "body_pos": ObsTerm(MT.robot_body_pos_b, params=cmd),
-        "body_ori": ObsTerm(MT.robot_body_ori_b, params=cmd),
+        "motion_anchor_pos_b": ObsTerm(tracking_terms.motion_anchor_pos_b, params=cmd),
+        "motion_anchor_ori_b": ObsTerm(tracking_terms.motion_anchor_ori_b, params=cmd),
+        "body_pos": ObsTerm(tracking_terms.robot_body_pos_b, params=cmd),
+        "body_ori": ObsTerm(tracking_terms.robot_body_ori_b, params=cmd),
         "base_lin_vel": ObsTerm(mdp.imu_lin_vel, params={"site": "imu_in_pelvis"}),
         "base_ang_vel": ObsTerm(mdp.base_ang_vel),
         "joint_pos": ObsTerm(mdp.joint_pos_rel),
@@ -94,12 +99,18 @@ def g1_tracking_flat_cfg(
         "actions": ObsTerm(mdp.last_action),
     }
     rewards = {
-        "motion_global_root_pos": RewardTerm(MT.motion_global_anchor_position_error_exp, 0.5, {**cmd, "std": 0.3}),
-        "motion_global_root_ori": RewardTerm(MT.motion_global_anchor_orientation_error_exp, 0.5, {**cmd, "std": 0.4}),
-        "motion_body_pos": RewardTerm(MT.motion_relative_body_position_error_exp, 1.0, {**cmd, "std": 0.3}),
-        "motion_body_ori": RewardTerm(MT.motion_relative_body_orientation_error_exp, 1.0, {**cmd, "std": 0.4}),
-        "motion_body_lin_vel": RewardTerm(MT.motion_body_lin_vel_error_exp, 1.0, {**cmd, "std": 1.0}),
-        "motion_body_ang_vel": RewardTerm(MT.motion_body_ang_vel_error_exp, 1.0, {**cmd, "std": 3.14}),
+        "motion_global_root_pos": RewardTerm(
+            tracking_terms.motion_global_anchor_position_error_exp, 0.5, {**cmd, "std": 0.3}
+        ),
+        "motion_global_root_ori": RewardTerm(
+            tracking_terms.motion_global_anchor_orientation_error_exp, 0.5, {**cmd, "std": 0.4}
+        ),
+        "motion_body_pos": RewardTerm(tracking_terms.motion_relative_body_position_error_exp, 1.0, {**cmd, "std": 0.3}),
+        "motion_body_ori": RewardTerm(
+            tracking_terms.motion_relative_body_orientation_error_exp, 1.0, {**cmd, "std": 0.4}
+        ),
+        "motion_body_lin_vel": RewardTerm(tracking_terms.motion_body_lin_vel_error_exp, 1.0, {**cmd, "std": 1.0}),
+        "motion_body_ang_vel": RewardTerm(tracking_terms.motion_body_ang_vel_error_exp, 1.0, {**cmd, "std": 3.14}),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, -0.1),
         "joint_limit": RewardTerm(mdp.joint_pos_limits, -10.0),
         "self_collisions": RewardTerm(
@@ -119,15 +130,15 @@ def g1_tracking_flat_cfg(
         rewards=rewards,
         terminations={
             "time_out": TerminationTerm(mdp.time_out, time_out=True),
-            "motion_end": TerminationTerm(MT.motion_end, cmd, time_out=True),
-            "anchor_pos": TerminationTerm(MT.bad_anchor_pos_z_only, {**cmd, "threshold": 0.25}),
-            "anchor_ori": TerminationTerm(MT.bad_anchor_ori, {**cmd, "threshold": 0.8}),
+            "motion_end": TerminationTerm(tracking_terms.motion_end, cmd, time_out=True),
+            "anchor_pos": TerminationTerm(tracking_terms.bad_anchor_pos_z_only, {**cmd, "threshold": 0.25}),
+            "anchor_ori": TerminationTerm(tracking_terms.bad_anchor_ori, {**cmd, "threshold": 0.8}),
             "ee_body_pos": TerminationTerm(
-                MT.bad_motion_body_pos_z_only, {**cmd, "threshold": 0.25, "body_names": END_EFFECTORS}
+                tracking_terms.bad_motion_body_pos_z_only, {**cmd, "threshold": 0.25, "body_names": END_EFFECTORS}
             ),
         },
         events={
-            "reset_to_motion": EventTerm(T.reset_to_motion_frame, "reset", cmd, draws=T.reset_draws(len(JOINT_NAMES))),
+            "reset_to_motion": EventTerm(reset_to_motion_frame, "reset", cmd, draws=reset_draws(len(JOINT_NAMES))),
             "push_robot": EventTerm(
                 mdp.push_by_setting_velocity, "interval", PUSH, draws=6, interval_range_s=(1.0, 3.0)
             ),
@@ -149,7 +160,7 @@ def g1_tracking_flat_cfg(
             ),
         },
         commands={
-            motion: T.MotionCommandCfg(
+            motion: MotionCommandCfg(
                 motion_file=motion_file,
                 anchor_body=TORSO,
                 body_names=TRACKED_BODIES,
@@ -197,8 +208,8 @@ class G1TrackingFlatEnv(ManagerBasedEnv):
         super().__init__(cfg, num_envs, **kwargs)
 
     @property
-    def motion(self) -> T.MotionCommand:
+    def motion(self) -> MotionCommand:
         """The motion command (frames, the sampler's bins)."""
         command = self.commands["motion"]
-        assert isinstance(command, T.MotionCommand)
+        assert isinstance(command, MotionCommand)
         return command

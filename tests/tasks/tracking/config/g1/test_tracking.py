@@ -17,8 +17,8 @@ import torch
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.assets.robots.g1.clip import G1_CLIP
 from gym_graphreset.tasks import TaskCfg
-from gym_graphreset.tasks.tracking import motion_command as T
 from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import G1TrackingFlatEnv, g1_tracking_flat_cfg
+from gym_graphreset.tasks.tracking.motion_command import MotionCommandCfg
 from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
 from tests.conftest import MODES, needs_cuda, step_graph_canary
 
@@ -33,7 +33,7 @@ BUSY = g1_tracking_flat_cfg().replace_term("events", "push_robot", interval_rang
 def _exact(cfg: TaskCfg, **command: Any) -> TaskCfg:
     """``cfg`` with no start noise (pose, velocity, joints) and the command's fields replaced."""
     motion = cfg.commands["motion"]
-    assert isinstance(motion, T.MotionCommandCfg)
+    assert isinstance(motion, MotionCommandCfg)
     fields = {"pose_range": ZERO6, "velocity_range": ZERO6, "joint_position_range": (0.0, 0.0), **command}
     return replace(cfg, commands={"motion": replace(motion, **fields)})
 
@@ -149,9 +149,9 @@ def test_bad_configs_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=re.escape("'joint_pos' must have shape (frames, 29)")):
         G1TrackingFlatEnv(1, device="cpu", motion_file=other)
     with pytest.raises(ValueError, match=re.escape("`anchor_body` 'head' must be one of `body_names`")):
-        T.MotionCommandCfg(G1_CLIP, anchor_body="head", body_names=("pelvis",))
+        MotionCommandCfg(G1_CLIP, anchor_body="head", body_names=("pelvis",))
     with pytest.raises(ValueError, match=re.escape("`sampling_mode` must be 'adaptive', 'uniform' or 'start'")):
-        T.MotionCommandCfg(G1_CLIP, anchor_body="pelvis", body_names=("pelvis",), sampling_mode="random")  # type: ignore[arg-type]
+        MotionCommandCfg(G1_CLIP, anchor_body="pelvis", body_names=("pelvis",), sampling_mode="random")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("give `motion_file` / `model_xml` / `keep_sensors` or `cfg`")):
         G1TrackingFlatEnv(1, device="cpu", motion_file=G1_CLIP, cfg=cfg)
 
