@@ -15,7 +15,7 @@ Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAM
 ``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
 steps where a row ended on the selected-row path. What both paths share (the SAME_STEP info, term
 infos, the explicit reset) is in :mod:`gym_graphreset.core.same_step`; the masked path is in
-:mod:`gym_graphreset.core.masked_path`; both are importable from here too.
+:mod:`gym_graphreset.core.reset_paths`; both are importable from here too.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from gymnasium.vector import VectorEnv
 from gym_graphreset.capture.compiling import CompileBackend, CompiledStep
 from gym_graphreset.core.buffers import tree_leaves, tree_where
 from gym_graphreset.core.inputs import check_step_outputs, env_device
-from gym_graphreset.core.masked_path import MaskedPath, ResetCarriers
+from gym_graphreset.core.reset_paths import MaskedPath, ResetCarriers
 from gym_graphreset.core.participants import Participants
 from gym_graphreset.core.protocols import Rows, StepData
 from gym_graphreset.core.same_step import AutoresetPath, TermInfos, check_reset_obs, same_step_info
