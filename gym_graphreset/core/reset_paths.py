@@ -1,9 +1,15 @@
-"""The masked reset path: done rows reset through the full-width selection every step, no host read.
+"""The two reset paths: each resets a step's done rows and builds the SAME_STEP output.
 
-:class:`MaskedPath` resets through the persistent :class:`~gym_graphreset.ResetSelection` whatever
-rows ended, so a step needs no host read; with persistent buffers it reads and writes only fixed
-carriers (:class:`ResetCarriers`), and its reset body runs through a runner (eager, or a captured graph
-in the ``"reset"`` scope). It publishes the SAME_STEP keys on every step (fixed keys).
+- :class:`MaskedPath` resets through the persistent :class:`~gym_graphreset.ResetSelection` whatever
+  rows ended, so a step needs no host read; with persistent buffers it reads and writes only fixed
+  carriers (:class:`ResetCarriers`), and its reset body runs through a runner (eager, or a captured graph
+  in the ``"reset"`` scope). It publishes the SAME_STEP keys on every step (fixed keys).
+- :class:`SelectedRowPath` (the reference) finds done rows with a host read and resets them by id; it
+  publishes ``final_obs``/``_final_obs`` as Gymnasium's ``SyncVectorEnv`` does, on steps where a row ended.
+
+Both publish every term's info on every step, and the reset's info merged on the reset rows
+(``same_step_info``). What both share (the SAME_STEP info, term infos, the explicit reset) is in
+:mod:`gym_graphreset.core.same_step`.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from gym_graphreset.core.same_step import AutoresetPath, StepOut, check_reset_ob
 from gym_graphreset.core.selection import ResetSelection
 from gym_graphreset.core.validation import ValidationLatch
 
-__all__ = ["MaskedPath", "ResetCarriers"]
+__all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath"]
 
 
 @dataclass
@@ -142,3 +148,46 @@ class MaskedPath(AutoresetPath):
         if own_region:  # no `with`: a compiled step cannot resume inside one (StepBody cleans up)
             self.latch.close_batch(outer)
         return tree_where(done, reset_obs, step_obs, out), reset_info
+
+
+class SelectedRowPath(AutoresetPath):
+    """Reset done rows by id after a host read (``done.any()``, ``done.nonzero()``): the reference path.
+
+    Terms get row ids (a long tensor); the inner env gets the done mask in ``options["reset_mask"]``.
+    ``final_obs`` is published, as by Gymnasium's ``SyncVectorEnv``, on steps where some row ended;
+    term infos on every step.
+    With an inner env in ``SAME_STEP`` mode the env already reset its rows: only terms are reset here.
+    """
+
+    def __init__(
+        self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool, inner_resets: bool
+    ) -> None:
+        super().__init__(env, parts, latch, persistent)
+        self.inner_resets = inner_resets
+
+    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
+        """What terms get on an explicit ``reset()``: ``None`` (all rows) or the row ids."""
+        return None if mask is None else mask.nonzero().flatten()  # host read: the selected path
+
+    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
+        """Reset the done rows (if any: a host read) by id and build the SAME_STEP output."""
+        info = dict(info)
+        obs, done = step.obs, step.done
+        final = None
+        if bool(done.any()):  # host read: the classic gate
+            env_ids = done.nonzero().flatten()  # host read: the classic row ids
+            final = self.final_term_infos()
+            if not self.inner_resets:
+                final_obs = tree_where(done, obs, obs)  # a copy the inner reset cannot alias
+                reset_obs, reset_info = self.env.reset(options={"reset_mask": done})
+                check_reset_obs(self.latch, reset_obs, done)
+                obs = tree_where(done, reset_obs, final_obs)
+                info = same_step_info(info, reset_info, done)
+                info["final_obs"], info["_final_obs"] = final_obs, done  # Gymnasium: only when a row ended
+            self.terms_reset(env_ids)
+        self.term_infos(info, final if "final_info" in info else None)  # every step, like the masked path
+        reward, terminated, truncated = step.reward, step.terminated, step.truncated
+        if self.carriers is not None:
+            c = self.carriers.write({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated})
+            obs, reward, terminated, truncated = c["obs"], c["reward"], c["terminated"], c["truncated"]
+        return obs, reward, terminated, truncated, info
