@@ -1,1 +1,1 @@
-"""gym_graphreset.assets."""
+"""Files the tasks are built from: robot models (MJCF and their settings) and reference clips."""

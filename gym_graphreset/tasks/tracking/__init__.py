@@ -1,1 +1,1 @@
-"""gym_graphreset.tasks.tracking."""
+"""Motion tracking: clips (``motion_clips``), the motion command and its terms, and robots (``config``)."""

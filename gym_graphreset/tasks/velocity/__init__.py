@@ -1,1 +1,1 @@
-"""gym_graphreset.tasks.velocity.velocity_env_cfg."""
+"""Legged velocity tracking: the shared config (``velocity_env_cfg``), its env and the robots (``config``)."""

@@ -1,1 +1,1 @@
-"""gym_graphreset.tasks.tracking.config."""
+"""The tracking task per robot."""

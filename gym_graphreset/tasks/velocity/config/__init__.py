@@ -1,1 +1,1 @@
-"""gym_graphreset.tasks.velocity.velocity_env_cfg.config."""
+"""The velocity task per robot: ``go1`` and ``g1``, flat and rough."""
