@@ -1,8 +1,7 @@
 """What a task's terms read from the env: values cached per step phase or for the env's life, model ids by name.
 
 :class:`ModelAccess` is a mixin of :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv`: the lookups
-resolve
-names once (cached as constants, their host uploads one-time) so that terms read only device tensors in a step.
+resolve names once (cached as constants, their host uploads one-time) so that terms read only device tensors in a step.
 """
 
 from __future__ import annotations

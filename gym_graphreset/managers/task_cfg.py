@@ -6,8 +6,7 @@ recorders). The
 term configs are in :mod:`gym_graphreset.managers.terms` (with the signature each term function has), the
 contracts of commands and sensors in :mod:`gym_graphreset.managers.protocols`. Nothing here touches torch or
 MuJoCo: :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` turns a ``TaskCfg`` into device tensors
-once, at
-construction.
+once, at construction.
 """
 
 from __future__ import annotations

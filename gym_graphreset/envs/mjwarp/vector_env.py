@@ -63,8 +63,7 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
     that replaces whole phases fills :meth:`_apply_actions` (actions to actuators), :meth:`_task_step`
     (everything after the physics), :meth:`_before_reset` and :meth:`_after_reset` instead (the task
     layer's :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step`
-    are a
-    fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
+    are a fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
     so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes, no
     host read, counter-based draws (:mod:`gym_graphreset.core.rng`, one stream per use: ``self.streams(name)``).
 

@@ -1,8 +1,7 @@
 """Motion tracking (BeyondMimic, as mjlab 1.6's ``tasks/tracking``): the motion command and its terms.
 
 :class:`MotionCommandCfg` names a clip (:mod:`gym_graphreset.tasks.tracking.motion_clips`), the anchor body and the
-tracked
-bodies. The command keeps each row's frame index; the reset event :func:`reset_to_motion_frame` draws a
+tracked bodies. The command keeps each row's frame index; the reset event :func:`reset_to_motion_frame` draws a
 start frame per reset row and writes the clip's state there (with pose, velocity and joint noise). Start frames
 are drawn by **adaptive sampling**: the clip is cut into 1 s bins, episodes that end in failure count against
 the bin they failed in (an exponential average, updated every step on the device), and a start bin is drawn

@@ -2,9 +2,8 @@
 
 :func:`g1_velocity_flat_cfg` starts from the shared velocity task
 (:func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.velocity_task`) with the G1 robot (:func:`g1_robot`) and
-changes what
-mjlab's G1 config changes: posture stds per joint group, the torso for the upright reward and the centre-of-mass
-event, and three humanoid terms (torso roll/pitch rate, whole-body angular momentum, self collisions).
+changes what mjlab's G1 config changes: posture stds per joint group, the torso for the upright reward and the
+centre-of-mass event, and three humanoid terms (torso roll/pitch rate, whole-body angular momentum, self collisions).
 """
 
 from __future__ import annotations

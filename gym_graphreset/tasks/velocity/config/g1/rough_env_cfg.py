@@ -3,8 +3,7 @@
 :func:`g1_velocity_rough_cfg` is the flat G1 task
 (:func:`~gym_graphreset.tasks.velocity.config.g1.flat_env_cfg.g1_velocity_flat_cfg`)
 with what mjlab's rough config adds (:func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.on_rough_terrain`): the
-generated
-terrain in the model, the pelvis's height scan in both observation groups, the terrain-level curriculum, the
+generated terrain in the model, the pelvis's height scan in both observation groups, the terrain-level curriculum, the
 spawn on each env's terrain cell and the out-of-bounds time-out; the fall termination stays (mjlab's G1 keeps
 it), and the rough solver budgets (``ccd_iterations=500``, ``njmax=1500``, ``nconmax=70``) apply.
 """
@@ -62,8 +61,7 @@ class G1VelocityRoughEnv(RoughVelocityEnv):
     """G1 velocity tracking on mjlab's rough terrain (see the module docstring).
 
     Args as :class:`~gym_graphreset.tasks.velocity.config.g1.flat_env.G1VelocityFlatEnv`, plus ``terrain`` (the grid;
-    default
-    :data:`G1_ROUGH_TERRAIN`).
+    default :data:`G1_ROUGH_TERRAIN`).
     """
 
     make_cfg = staticmethod(g1_velocity_flat_cfg)

@@ -4,8 +4,7 @@ A quadruped follows a random twist command (forward, lateral, yaw rate; a share 
 heading, a share stand still). The task is configuration
 (:func:`~gym_graphreset.tasks.velocity.config.go1.flat_env_cfg.go1_velocity_flat_cfg`)
 run by the task layer (:class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv`): masked writes and
-counter-based
-draws everywhere, so the step and the reset read no device data on the host and the selected-row and
+counter-based draws everywhere, so the step and the reset read no device data on the host and the selected-row and
 masked paths are bit-identical on the CPU. The model: :mod:`gym_graphreset.assets.robots.go1.model`.
 
 Observations are a dict of two groups: ``policy`` (48: noisy; the joint positions carry a per-env encoder

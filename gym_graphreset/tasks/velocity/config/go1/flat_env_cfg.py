@@ -2,8 +2,7 @@
 
 :func:`go1_velocity_flat_cfg` starts from the shared velocity task
 (:func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.velocity_task`) with the Go1 robot (:data:`GO1`) and changes
-what
-mjlab's Go1 config changes: the posture stds per joint and the feet's friction ranges.
+what mjlab's Go1 config changes: the posture stds per joint and the feet's friction ranges.
 Edit the result like any :class:`~gym_graphreset.managers.task_cfg.TaskCfg`:
 
     cfg = go1_velocity_flat_cfg().replace_term("rewards", "upright", weight=2.0)

@@ -127,8 +127,7 @@ class Go1VelocityRoughEnv(RoughVelocityEnv):
     """Go1 velocity tracking on mjlab's rough terrain (see the module docstring).
 
     Args as :class:`~gym_graphreset.tasks.velocity.config.go1.flat_env.Go1VelocityFlatEnv`, plus ``terrain`` (the grid;
-    default
-    :data:`GO1_ROUGH_TERRAIN`).
+    default :data:`GO1_ROUGH_TERRAIN`).
     """
 
     make_cfg = staticmethod(go1_velocity_flat_cfg)

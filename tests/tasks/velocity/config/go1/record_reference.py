@@ -1,8 +1,7 @@
 """Records the Go1 task's reference rollout that ``test_reference.py`` compares against, bit for bit.
 
 Run from the repository root: ``python tests/tasks/velocity/config/go1/record_reference.py``. Re-record only on
-purpose, when
-a change is meant to change the task's results (and say so in the change).
+purpose, when a change is meant to change the task's results (and say so in the change).
 """
 
 from __future__ import annotations
