@@ -61,8 +61,9 @@ from gym_graphreset.core.participants import (
 from gym_graphreset.core.polling import DeferredValidationError
 from gym_graphreset.core.protocols import hook
 from gym_graphreset.core.reset_paths import MaskedPath, SelectedRowPath
+from gym_graphreset.core.same_step import StepOut
 from gym_graphreset.core.selection import ResetSelection
-from gym_graphreset.core.stepping import StepBody, StepOut
+from gym_graphreset.core.stepping import StepBody
 from gym_graphreset.core.validation import ValidationLatch
 from gym_graphreset.core.wrapper_checks import (
     check_inner_env,

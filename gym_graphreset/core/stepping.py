@@ -21,14 +21,11 @@ from gym_graphreset.core.inputs import check_step_outputs, env_device
 from gym_graphreset.core.participants import Participants
 from gym_graphreset.core.protocols import StepData
 from gym_graphreset.core.reset_paths import MaskedPath, SelectedRowPath
-from gym_graphreset.core.same_step import StepOut as _StepOut
+from gym_graphreset.core.same_step import StepOut
 from gym_graphreset.core.selection import participant_name
 from gym_graphreset.core.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["StepBody", "StepOut"]
-
-StepOut = _StepOut
-"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step (see ``same_step``)."""
+__all__ = ["StepBody"]
 
 
 @contextlib.contextmanager
