@@ -224,7 +224,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     other.write_text("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
     with pytest.raises(ValueError, match=re.escape("must be a 29-DoF G1 MJCF with mjlab's names; it lacks")):
         build_g1_xml(other)
-    src = (Path(build_g1_xml.__code__.co_filename).parent / "assets" / "g1.xml").read_text()
+    src = (Path(build_g1_xml.__code__.co_filename).parent / "g1.xml").read_text()  # the shipped model, beside it
     clash = tmp_path / "clash.xml"
     clash.write_text(
         src.replace("</mujoco>", '<sensor><gyro name="self_collision" site="imu_in_pelvis"/></sensor></mujoco>')
