@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
-from gym_graphreset.bench.runner import CUDA_ONLY, MODES, env_versions, sample_actions
+from gym_graphreset.bench.results import env_versions
+from gym_graphreset.bench.runner import CUDA_ONLY, MODES, sample_actions
 from gym_graphreset.envs import CartPoleVectorEnv
 
 CUDA = torch.cuda.is_available()

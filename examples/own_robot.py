@@ -20,8 +20,8 @@ from pathlib import Path
 import torch
 
 from gym_graphreset import FixedShapeAutoresetVectorEnv
+from gym_graphreset.managers.registry import register_task
 from gym_graphreset.tasks import LeggedRobot, ManagerBasedEnv, RewardTerm, TaskCfg, velocity_task
-from gym_graphreset.tasks.registry import register_task
 
 ENV_ID = "MyLab/Quadruped-Velocity-v0"
 MODEL = Path(__file__).with_name("assets") / "my_quadruped.xml"

@@ -793,7 +793,8 @@ def render_policy(
     Rendered on the CPU by :mod:`gym_graphreset.envs.mjwarp.rendering`; a missing OpenGL backend or Pillow skips it with
     a one-line notice (the training's results are already saved).
     """
-    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, render_frames, save_gif
+    from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+    from gym_graphreset.envs.mjwarp.rendering import render_frames, save_gif
 
     def mean_action(obs: Any) -> torch.Tensor:
         return agent.actor(agent._heads(agent.norm(flat_obs(obs)))[0]).clamp(low, high)

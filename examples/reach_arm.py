@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from gym_graphreset.managers.draws import span
+from gym_graphreset.managers.registry import register_task
 from gym_graphreset.tasks import (
     EventTerm,
     JointPositionAction,
@@ -28,8 +30,6 @@ from gym_graphreset.tasks import (
     TerminationTerm,
     mdp,
 )
-from gym_graphreset.tasks.mdp.commands import span
-from gym_graphreset.tasks.registry import register_task
 
 ENV_ID = "MyLab/Arm-Reach-v0"
 JOINTS = ("shoulder", "elbow")
@@ -75,7 +75,7 @@ class TargetCommandCfg:
 
 
 class TargetCommand:
-    """The target of every row (a :class:`~gym_graphreset.tasks.protocols.CommandTerm`).
+    """The target of every row (a :class:`~gym_graphreset.managers.protocols.CommandTerm`).
 
     ``reset_draws = 2``: the env hands :meth:`reset` two uniform words per row, drawn from the row's episode
     (so the masked path and the selected-row path draw the same target); ``step_draws = 0``: it never

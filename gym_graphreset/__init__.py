@@ -4,7 +4,6 @@ Importing registers the ``gym_graphreset/...`` env ids with Gymnasium and does n
 initialisation, no global config changes).
 """
 
-from gym_graphreset import _moved
 from gym_graphreset import registration as _registration
 from gym_graphreset.capture.graph import AutoresetGraph, CaptureReport, StaleGraphError
 from gym_graphreset.capture.host_transitions import HostTransitions, host_transition
@@ -16,6 +15,7 @@ from gym_graphreset.core.autoreset_env import (
 )
 from gym_graphreset.core.buffers import PublicationRing
 from gym_graphreset.core.config import PRESETS, StepConfig
+from gym_graphreset.core.polling import CrossRankError, DeferredValidationError
 from gym_graphreset.core.protocols import CheckSink, GraphParticipant, ResetTerm, Rows, StepData, TorchVectorEnv
 from gym_graphreset.core.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.core.selection import (
@@ -29,7 +29,6 @@ from gym_graphreset.core.selection import (
     supports_reset_selection,
 )
 from gym_graphreset.core.terms import EpisodeStatistics
-from gym_graphreset.core.validation import CrossRankError, DeferredValidationError
 
 __version__ = "0.1.0"
 
@@ -68,5 +67,4 @@ __all__ = [
     "supports_reset_selection",
 ]
 
-_moved.install()
 _registration.register_envs()

@@ -46,31 +46,31 @@ def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
 
 
 def _make_go1(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.go1 import Go1VelocityFlatEnv
+    from gym_graphreset.tasks.velocity.config.go1 import Go1VelocityFlatEnv
 
     return Go1VelocityFlatEnv(num_envs, **kwargs)
 
 
 def _make_go1_rough(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.go1.rough import Go1VelocityRoughEnv
+    from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import Go1VelocityRoughEnv
 
     return Go1VelocityRoughEnv(num_envs, **kwargs)
 
 
 def _make_g1(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.g1 import G1VelocityFlatEnv
+    from gym_graphreset.tasks.velocity.config.g1 import G1VelocityFlatEnv
 
     return G1VelocityFlatEnv(num_envs, **kwargs)
 
 
 def _make_g1_rough(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.g1.rough import G1VelocityRoughEnv
+    from gym_graphreset.tasks.velocity.config.g1.rough_env_cfg import G1VelocityRoughEnv
 
     return G1VelocityRoughEnv(num_envs, **kwargs)
 
 
 def _make_g1_tracking(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.envs.g1.tracking import G1TrackingFlatEnv
+    from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import G1TrackingFlatEnv
 
     return G1TrackingFlatEnv(num_envs, **kwargs)
 

@@ -116,7 +116,7 @@ def test_no_ratio_across_tasks_and_same_task_by_default(tmp_path: Path, capsys: 
 
 def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
     """A compiled mode's line gives its compile time (not in ms/step), its graphs, and names any problem."""
-    from gym_graphreset.bench.runner import ModeResult, table
+    from gym_graphreset.bench.results import ModeResult, table
 
     def result(mode: str, ms: float, report: dict | None = None) -> ModeResult:
         extra = {} if report is None else {"compile": report}
@@ -350,7 +350,7 @@ def test_export_writes_and_checks_both_formats(
 def test_play_records_a_motion_clip_of_a_task_layer_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``play --motion`` writes world 0's first finished episode as a clip that loads for the G1; with no
     finished episode it says so and writes nothing."""
-    from gym_graphreset.tasks.motion import load_motion
+    from gym_graphreset.tasks.tracking.motion_clips import load_motion
     from tests.conftest import load_example
 
     ppo = load_example("ppo_continuous")
@@ -380,7 +380,7 @@ def test_play_a_checkpoint_whose_model_file_is_elsewhere(tmp_path: Path, capsys:
     ``--model-xml``; with ``--model-xml`` it plays on the file given."""
     import shutil
 
-    from gym_graphreset.envs.g1.model import G1_XML
+    from gym_graphreset.assets.robots.g1.model import G1_XML
     from tests.conftest import load_example
 
     elsewhere = tmp_path / "elsewhere" / "g1.xml"

@@ -163,7 +163,7 @@ def test_point_mass_masked_steps_make_no_host_read(point_mass) -> None:
     selected = point_mass.make_env(64, "selected")
     selected.reset(seed=0)
     n, where = count_host_reads(lambda: [selected.step(a) for a in actions])
-    assert n >= 50 and any("stepping.py" in w for w in where)  # the detector does see the classic gate
+    assert n >= 50 and any("reset_paths.py" in w for w in where)  # the detector does see the classic gate
 
 
 def test_point_mass_capture_report_on_cpu_names_only_the_device(point_mass) -> None:

@@ -68,11 +68,11 @@ from tqdm.auto import tqdm
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench.plotting import plot_training_curves
-from gym_graphreset.bench.runner import env_versions
+from gym_graphreset.bench.results import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
+from gym_graphreset.mdp.terrain_levels import terrain_state
 from gym_graphreset.tasks import ManagerBasedEnv
-from gym_graphreset.tasks.mdp.terrain_levels import terrain_state
-from gym_graphreset.tasks.terrain_state import TerrainState
+from gym_graphreset.terrains.terrain_state import TerrainState
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"

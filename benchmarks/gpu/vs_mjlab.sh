@@ -22,7 +22,7 @@ case $ROBOT in
   g1-rough) ENV_ID=${ENV_ID:-gym_graphreset/G1-Velocity-Rough-v0} PEER_TASK=Mjlab-Velocity-Rough-Unitree-G1 MODEL=g1 ;;
   g1-tracking)
     ENV_ID=${ENV_ID:-gym_graphreset/G1-Tracking-Flat-v0} PEER_TASK=Mjlab-Tracking-Flat-Unitree-G1 MODEL=g1
-    MOTION=$(realpath "${MOTION:-gym_graphreset/envs/g1/assets/motions/g1_sway.npz}")
+    MOTION=$(realpath "${MOTION:-gym_graphreset/assets/robots/g1/motions/g1_sway.npz}")
     ;;
   *) echo "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got $ROBOT" >&2; exit 2 ;;
 esac

@@ -33,7 +33,7 @@ from gym_graphreset.bench.plotting import (
     plot_soak,
     plot_training_curves,
 )
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -222,7 +222,7 @@ def render_terrain(path: Path) -> bool:
     import mujoco
     from PIL import Image
 
-    from gym_graphreset.tasks.terrain import ROUGH_TERRAINS_CFG, generate_terrain
+    from gym_graphreset.terrains.terrain_generator import ROUGH_TERRAINS_CFG, generate_terrain
 
     terrain = generate_terrain(replace(ROUGH_TERRAINS_CFG, num_rows=5, border_width=2.0))
     model = mujoco.MjModel.from_xml_string(terrain.to_mjcf())

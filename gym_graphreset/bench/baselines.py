@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import gymnasium as gym
 import numpy as np
 
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 
 __all__ = ["DEFAULT_SWEEP", "best_envpool", "envpool_task", "measure_envpool"]
 

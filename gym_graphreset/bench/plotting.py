@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 
 __all__ = [
     "TRAINING_FIELDS",

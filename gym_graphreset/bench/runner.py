@@ -18,10 +18,7 @@ import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
-from gym_graphreset.bench.results import ModeResult as ModeResult
-from gym_graphreset.bench.results import env_versions as env_versions
-from gym_graphreset.bench.results import save_json as save_json
-from gym_graphreset.bench.results import table as table
+from gym_graphreset.bench.results import ModeResult
 from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.core.terms import EpisodeStatistics

@@ -26,7 +26,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 import torch
 
 from gym_graphreset.capture.host_transitions import HostTransitions
-from gym_graphreset.core.config import CaptureMode, check_capture_mode, check_warmup
+from gym_graphreset.capture.modes import CaptureMode, check_capture_mode, check_warmup
 
 __all__ = [
     "CAPTURE_MODES",

@@ -24,7 +24,8 @@ from gym_graphreset.bench.peers.compare import (
     run_peer,
 )
 from gym_graphreset.bench.plotting import plot_peer_comparison, plot_results
-from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, ModeResult, measure_modes, save_json, table
+from gym_graphreset.bench.results import ModeResult, save_json, table
+from gym_graphreset.bench.runner import CUDA_ONLY, DEFAULT_MODES, MODES, measure_modes
 from gym_graphreset.cli.args import int_at_least, resolve_device, seconds, sizes, unregistered_env, usage_error
 
 DEFAULT_ENV = "gym_graphreset/CartPole-v1"

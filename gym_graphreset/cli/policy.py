@@ -171,9 +171,9 @@ def _with_motion_recorders(
     """``inner`` rebuilt with the motion recorders of every body (a task-layer env), or why it cannot be."""
     from dataclasses import replace
 
-    from gym_graphreset.tasks import mdp
-    from gym_graphreset.tasks.env import ManagerBasedEnv
-    from gym_graphreset.tasks.motion import robot_body_names
+    from gym_graphreset import mdp
+    from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
+    from gym_graphreset.tasks.tracking.motion_clips import robot_body_names
 
     if not isinstance(inner, ManagerBasedEnv):
         inner.close()
@@ -204,7 +204,8 @@ def _write_motion(env: Any, path: Path) -> None:
 
 def _renderer(env: Any, worlds: list[int], distance: float) -> Any:
     """A renderer of ``worlds``, or ``None`` after a one-line notice when this env or machine cannot render."""
-    from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, WorldsView
+    from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+    from gym_graphreset.envs.mjwarp.rendering import WorldsView
 
     try:
         return WorldsView(env, worlds, distance=distance)

@@ -17,6 +17,9 @@ reset path and the executor are objects chosen from the configuration at constru
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import partial
 from typing import Any, Literal, Never
 
 import numpy as np
@@ -36,7 +39,6 @@ from gym_graphreset.core.failures import (
     InterruptedStepError,
     interruption,
 )
-from gym_graphreset.core.guarded_calls import check_open, guarded_call, refuse_step
 from gym_graphreset.core.inputs import (
     action_bounds,
     check_actions,
@@ -56,15 +58,19 @@ from gym_graphreset.core.participants import (
     release_inner_env,
     release_terms,
 )
+from gym_graphreset.core.polling import DeferredValidationError
 from gym_graphreset.core.protocols import hook
+from gym_graphreset.core.reset_paths import MaskedPath, SelectedRowPath
+from gym_graphreset.core.same_step import StepOut
 from gym_graphreset.core.selection import ResetSelection
-from gym_graphreset.core.stepping import MaskedPath, SelectedRowPath, StepBody, StepOut
-from gym_graphreset.core.validation import DeferredValidationError, ValidationLatch
+from gym_graphreset.core.stepping import StepBody
+from gym_graphreset.core.validation import ValidationLatch
 from gym_graphreset.core.wrapper_checks import (
     check_inner_env,
     negotiate,
     partial_reset_refusal,
     poll_settings,
+    raised,
     resolve_config,
 )
 
@@ -297,10 +303,58 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         the env refusing to step until a full reset succeeds. A ``reset()`` called while a step or reset
         of this env runs (from a term, or another thread) is refused with :class:`ConcurrentCallError`.
         """
-        return guarded_call(self, "reset()", lambda: "reset()", lambda: self._guarded_reset(seed, options))
+        with self._guarded("reset()", "reset"):
+            return self._guarded_reset(seed, options)
+
+    @contextmanager
+    def _guarded(self, call: str, kind: Literal["reset", "step"]) -> Iterator[None]:
+        """Run a step or reset inside the call guard (entered as ``call``), recording what it raised.
+
+        ``close()`` tells the other ranks what the last call raised (``_raised``), named as ``reset()`` or
+        ``step() <n>`` (the step number when it raised).
+
+        Raises:
+            ConcurrentCallError: A step or reset of this env runs already.
+        """
+        with self._guard.enter(call):
+            try:
+                yield
+            except BaseException as exc:
+                self._raised = raised("reset()" if kind == "reset" else f"step() {self.host_step + 1}", exc)
+                raise
+            self._raised = None
+
+    def _check_open(self, call: str) -> None:
+        """Refuse ``call`` on a closed env.
+
+        Raises:
+            ClosedEnvironmentError: The env was closed.
+        """
+        if self._closed:
+            raise ClosedEnvironmentError(f"{call}() was called after close(); make a new env")
+
+    def _refuse_step(self) -> None:
+        """Refuse a step of an env that is closed, failed a poll, was interrupted part-way or was never reset.
+
+        Raises:
+            ClosedEnvironmentError: The env was closed.
+            DeferredValidationError: A poll failed (raised again, as a new error of the same type).
+            InterruptedStepError: A step or reset raised part-way, and no full ``reset()`` followed.
+            RuntimeError: The env was not reset yet.
+        """
+        self._check_open("step")
+        if self._failed is not None:
+            raise type(self._failed)(self._failed.failures, self._failed.window)
+        if self._interrupted is not None:
+            raise InterruptedStepError(
+                f"{self._interrupted}, so the inner env and the reset terms may disagree about some rows; "
+                "the env refuses to step until a full reset() (without reset_mask)"
+            )
+        if self._needs_reset:
+            raise RuntimeError("call reset() before step()")
 
     def _guarded_reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-        check_open(self, "reset")
+        self._check_open("reset")
         seed = check_seed(seed)
         mask = check_reset_options(options, self.num_envs, self.device)
         if mask is not None and self._needs_reset and not bool(mask.all()):  # host read: reset() may read
@@ -349,16 +403,17 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         :class:`ConcurrentCallError`, changing nothing; the running call goes on.
         """
         call = f"step() {self.host_step + 1}" if self._guard.idle else "step()"
-        return guarded_call(self, call, lambda: f"step() {self.host_step + 1}", lambda: self._guarded_step(actions))
+        with self._guarded(call, "step"):
+            return self._guarded_step(actions)
 
     def _guarded_step(self, actions: torch.Tensor | np.ndarray) -> StepOut:
-        refuse_step(self)
+        self._refuse_step()
         space, read_values = self.single_action_space, not self.config.deferred
         actions = check_actions(actions, space, self.num_envs, self.device, read_values=read_values)
         index = self.host_step + 1
         try:
             static = self._inputs.take(actions)  # the step graph's static input (as given without one)
-            out = self._step_runner(lambda: self._body(static))
+            out = self._step_runner(partial(self._body, static))
             self.host_step += 1
             if self.config.persistent_buffers:
                 out = self.ring.publish(out)

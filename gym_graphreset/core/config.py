@@ -24,25 +24,21 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from gym_graphreset.capture.compiling import CompileBackend
+from gym_graphreset.capture.modes import CaptureMode, check_capture_mode
 
 __all__ = [
     "PRESETS",
     "RUNTIME_FIELDS",
-    "CaptureMode",
     "Executor",
     "GraphScope",
     "PresetName",
     "ResetPath",
     "StepConfig",
     "Validation",
-    "check_capture_mode",
-    "check_warmup",
 ]
 
 GraphScope = Literal["reset", "step"]
 """What one CUDA graph covers: the masked reset body, or the whole step."""
-CaptureMode = Literal["global", "thread_local", "relaxed"]
-"""CUDA stream capture modes (torch's and warp's names alike)."""
 ResetPath = Literal["selected", "masked"]
 """How done rows are reset: by host-read ids, or through a full-width mask."""
 Validation = Literal["immediate", "deferred"]
@@ -75,17 +71,6 @@ def _check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
     if value not in choices:
         accepted = " or ".join(map(repr, choices)) if len(choices) == 2 else f"one of {choices}"
         raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
-
-
-def check_warmup(warmup: Any) -> int:
-    """Validate a graph's warm-up (eager calls before the capture): an int (or a numpy integer) >= 0."""
-    return _check_int("graph_warmup", warmup, 0)
-
-
-def check_capture_mode(capture_mode: Any) -> CaptureMode:
-    """Validate a CUDA stream capture mode name."""
-    _check_choice("capture_mode", capture_mode, get_args(CaptureMode))
-    return capture_mode
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ step's info in ``final_info``, the reset's info merged on the reset rows), the `
 (:func:`check_reset_obs`), every term's fixed-key, full-width info (:class:`TermInfos`), and
 :class:`AutoresetPath`, the base of the selected-row and masked paths: the explicit ``reset()``, the term
 resets, the carriers and the publication of term infos. The paths themselves are
-:class:`~gym_graphreset.core.stepping.SelectedRowPath` and :class:`~gym_graphreset.core.masked_path.MaskedPath`.
+:class:`~gym_graphreset.core.reset_paths.SelectedRowPath` and :class:`~gym_graphreset.core.reset_paths.MaskedPath`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""One step's body and the two reset paths, as objects built once from the configuration.
+"""One step's body, built once from the configuration.
 
 :class:`StepBody` is what a step does, whatever runs it (eagerly or as a captured graph): latch the
 action check, step the inner env, add the built-in and participants' checks, show the step to the
-observers, then hand it to the reset path. The reset path resets the done rows and builds the SAME_STEP
-output:
-
-- :class:`SelectedRowPath` (the reference): finds done rows with a host read and resets them by id;
-- :class:`MaskedPath`: resets through the full-width :class:`~gym_graphreset.ResetSelection` every step,
-  with no host read; with persistent buffers it writes fixed carriers, and its reset body runs through
-  a runner (eager, or a captured graph in the ``"reset"`` scope).
-
-Both publish every term's info on every step (fixed keys), and Gymnasium's ``SAME_STEP`` keys
-(``final_obs``/``_final_obs``, ``final_info``/``_final_info``, the reset's info merged on the reset rows:
-``same_step_info``): every step on the masked path, and, as Gymnasium's ``SyncVectorEnv`` does, on
-steps where a row ended on the selected-row path. What both paths share (the SAME_STEP info, term
-infos, the explicit reset) is in :mod:`gym_graphreset.core.same_step`; the masked path is in
-:mod:`gym_graphreset.core.masked_path`; both are importable from here too.
+observers, then hand it to the reset path (:mod:`gym_graphreset.core.reset_paths`), which resets the done
+rows and builds the SAME_STEP output.
 """
 
 from __future__ import annotations
@@ -28,63 +16,16 @@ import torch
 from gymnasium.vector import VectorEnv
 
 from gym_graphreset.capture.compiling import CompileBackend, CompiledStep
-from gym_graphreset.core.buffers import tree_leaves, tree_where
+from gym_graphreset.core.buffers import tree_leaves
 from gym_graphreset.core.inputs import check_step_outputs, env_device
-from gym_graphreset.core.masked_path import MaskedPath, ResetCarriers
 from gym_graphreset.core.participants import Participants
-from gym_graphreset.core.protocols import Rows, StepData
-from gym_graphreset.core.same_step import AutoresetPath, TermInfos, check_reset_obs, same_step_info
-from gym_graphreset.core.same_step import StepOut as _StepOut
+from gym_graphreset.core.protocols import StepData
+from gym_graphreset.core.reset_paths import MaskedPath, SelectedRowPath
+from gym_graphreset.core.same_step import StepOut
 from gym_graphreset.core.selection import participant_name
 from gym_graphreset.core.validation import PendingChecks, ValidationLatch, finite_rows
 
-__all__ = ["MaskedPath", "ResetCarriers", "SelectedRowPath", "StepBody", "StepOut", "TermInfos", "check_reset_obs"]
-
-StepOut = _StepOut
-"""``(obs, reward, terminated, truncated, info)``, as Gymnasium returns a step (see ``same_step``)."""
-
-
-class SelectedRowPath(AutoresetPath):
-    """Reset done rows by id after a host read (``done.any()``, ``done.nonzero()``): the reference path.
-
-    Terms get row ids (a long tensor); the inner env gets the done mask in ``options["reset_mask"]``.
-    ``final_obs`` is published, as by Gymnasium's ``SyncVectorEnv``, on steps where some row ended;
-    term infos on every step.
-    With an inner env in ``SAME_STEP`` mode the env already reset its rows: only terms are reset here.
-    """
-
-    def __init__(
-        self, env: VectorEnv, parts: Participants, latch: ValidationLatch, persistent: bool, inner_resets: bool
-    ) -> None:
-        super().__init__(env, parts, latch, persistent)
-        self.inner_resets = inner_resets
-
-    def rows_for_terms(self, mask: torch.Tensor | None) -> Rows:
-        """What terms get on an explicit ``reset()``: ``None`` (all rows) or the row ids."""
-        return None if mask is None else mask.nonzero().flatten()  # host read: the selected path
-
-    def reset_done_rows(self, step: StepData, info: dict[str, Any]) -> StepOut:
-        """Reset the done rows (if any: a host read) by id and build the SAME_STEP output."""
-        info = dict(info)
-        obs, done = step.obs, step.done
-        final = None
-        if bool(done.any()):  # host read: the classic gate
-            env_ids = done.nonzero().flatten()  # host read: the classic row ids
-            final = self.final_term_infos()
-            if not self.inner_resets:
-                final_obs = tree_where(done, obs, obs)  # a copy the inner reset cannot alias
-                reset_obs, reset_info = self.env.reset(options={"reset_mask": done})
-                check_reset_obs(self.latch, reset_obs, done)
-                obs = tree_where(done, reset_obs, final_obs)
-                info = same_step_info(info, reset_info, done)
-                info["final_obs"], info["_final_obs"] = final_obs, done  # Gymnasium: only when a row ended
-            self.terms_reset(env_ids)
-        self.term_infos(info, final if "final_info" in info else None)  # every step, like the masked path
-        reward, terminated, truncated = step.reward, step.terminated, step.truncated
-        if self.carriers is not None:
-            c = self.carriers.write({"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated})
-            obs, reward, terminated, truncated = c["obs"], c["reward"], c["terminated"], c["truncated"]
-        return obs, reward, terminated, truncated, info
+__all__ = ["StepBody"]
 
 
 @contextlib.contextmanager

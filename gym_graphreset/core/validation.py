@@ -20,10 +20,13 @@ from typing import Any
 
 import torch
 
-from gym_graphreset.core.polling import CrossRankError as CrossRankError
-from gym_graphreset.core.polling import DeferredValidationError as DeferredValidationError
-from gym_graphreset.core.polling import FailedCheck as FailedCheck
-from gym_graphreset.core.polling import PollRequest, RankPoll, _rows
+from gym_graphreset.core.polling import (
+    DeferredValidationError,
+    FailedCheck,
+    PollRequest,
+    RankPoll,
+    _rows,
+)
 
 __all__ = ["PendingChecks", "ValidationLatch", "finite_rows"]
 

@@ -215,7 +215,9 @@ class RewardTermLog:
     @classmethod
     def for_env(cls, env: VectorEnv) -> RewardTermLog | None:
         """The log for a wrapped task-layer env (``env.env`` a ``ManagerBasedEnv``: Go1, G1...), else ``None``."""
-        tasks = sys.modules.get("gym_graphreset.tasks.env")  # loaded if and only if a task-layer env was made
+        tasks = sys.modules.get(
+            "gym_graphreset.managers.manager_based_env"
+        )  # loaded if and only if a task-layer env was made
         if tasks is None or not isinstance(env, FixedShapeAutoresetVectorEnv):
             return None
         inner = env.env

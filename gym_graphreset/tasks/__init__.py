@@ -3,16 +3,16 @@
 A task is a :class:`TaskCfg` of named terms (observation groups, actions, rewards, terminations, events,
 commands, sensors, curricula, metrics, recorders); :class:`ManagerBasedEnv` runs it full width, masked, with
 counter-based draws, capturable in the step graph and with no host read. Term functions live in
-:mod:`gym_graphreset.tasks.mdp`; :func:`~gym_graphreset.tasks.velocity.velocity_task` is legged velocity
+:mod:`gym_graphreset.mdp`; :func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.velocity_task` is legged velocity
 tracking for any robot.
 """
 
-from gym_graphreset.tasks import mdp, terrain
-from gym_graphreset.tasks.cfg import TaskCfg
-from gym_graphreset.tasks.env import ManagerBasedEnv
-from gym_graphreset.tasks.registry import register_task
-from gym_graphreset.tasks.term_checks import UnwrappedStepWarning
-from gym_graphreset.tasks.terms import (
+from gym_graphreset import mdp
+from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
+from gym_graphreset.managers.registry import register_task
+from gym_graphreset.managers.task_cfg import TaskCfg
+from gym_graphreset.managers.term_checks import UnwrappedStepWarning
+from gym_graphreset.managers.terms import (
     CurriculumTerm,
     EventTerm,
     GaussianNoise,
@@ -26,7 +26,7 @@ from gym_graphreset.tasks.terms import (
     TerminationTerm,
     UniformNoise,
 )
-from gym_graphreset.tasks.velocity import LeggedRobot, velocity_task
+from gym_graphreset.tasks.velocity.velocity_env_cfg import LeggedRobot, velocity_task
 
 __all__ = [
     "CurriculumTerm",
@@ -46,7 +46,6 @@ __all__ = [
     "UniformNoise",
     "UnwrappedStepWarning",
     "mdp",
-    "terrain",
     "register_task",
     "velocity_task",
 ]

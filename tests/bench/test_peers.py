@@ -29,7 +29,7 @@ from gym_graphreset.bench.peers.compare import (
     runner_path,
 )
 from gym_graphreset.bench.plotting import final_level, load_training_curve, plot_training_curves, time_to_reach
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 from gym_graphreset.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

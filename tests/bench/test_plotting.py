@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gym_graphreset.bench.plotting import plot_curves, plot_results, plot_soak, same_task
-from gym_graphreset.bench.runner import ModeResult
+from gym_graphreset.bench.results import ModeResult
 
 pytest.importorskip("matplotlib", reason="the plots need the `plot` extra (matplotlib)")
 

@@ -7,13 +7,8 @@ import contextlib
 import pytest
 import torch
 
-from gym_graphreset.core.validation import (
-    CrossRankError,
-    DeferredValidationError,
-    FailedCheck,
-    ValidationLatch,
-    finite_rows,
-)
+from gym_graphreset.core.polling import CrossRankError, DeferredValidationError, FailedCheck
+from gym_graphreset.core.validation import ValidationLatch, finite_rows
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gym_graphreset.bench.runner import MODES, ModeResult, PhysicsStates
+from gym_graphreset.bench.results import ModeResult
+from gym_graphreset.bench.runner import MODES, PhysicsStates
 
 __all__ = [
     "PEERS",

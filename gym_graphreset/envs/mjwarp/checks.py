@@ -3,9 +3,9 @@
 :data:`OVERFLOW_CHECKS` names every overflow bit of ``d.overflow`` (MuJoCo Warp's public ``OverflowType``)
 that invalidates a world's physics; :class:`WorldChecks` records them and the finite state after each
 step's physics and latches them (``mjwarp_overflow[BROADPHASE]``..., ``mjwarp_finite_state``) for
-:class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv`. :func:`healthy_range` is the bounds test the
+:class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv`. :func:`healthy_range` is the bounds test the
 locomotion tasks terminate on. ``OVERFLOW_CHECKS`` and ``healthy_range`` are re-exported by
-:mod:`gym_graphreset.envs.mjwarp.env`.
+:mod:`gym_graphreset.envs.mjwarp.vector_env`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The construction and plumbing of :class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv`, kept apart.
+"""The construction and plumbing of :class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv`, kept apart.
 
 Its base class (private) loads and edits the model, puts it on the device, allocates the torch views,
 per-world state and substep records of sensor columns, makes the action and observation spaces, draws one

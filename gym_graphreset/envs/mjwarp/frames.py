@@ -2,7 +2,8 @@
 
 A frame copies one world's ``qpos`` to a CPU ``mujoco.MjData`` of the same model, runs MuJoCo C's
 kinematics and renders it with ``mujoco.Renderer``: one host read and one CPU render per world drawn.
-:class:`WorldFrames` is what :meth:`MJWarpVectorEnv.render() <gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv.render>`
+:class:`WorldFrames` is what :meth:`MJWarpVectorEnv.render()
+<gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv.render>`
 returns: a device snapshot of the worlds' poses, each drawn only when its frame is read.
 
 MuJoCo picks its OpenGL backend (``MUJOCO_GL``) when it is first imported; headless, with no backend

@@ -18,8 +18,7 @@ import numpy as np
 import torch
 
 from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
-from gym_graphreset.envs.mjwarp.frames import RenderUnavailable as RenderUnavailable
-from gym_graphreset.envs.mjwarp.frames import WorldRenderer
+from gym_graphreset.envs.mjwarp.frames import RenderUnavailable, WorldRenderer
 
 __all__ = [
     "MAX_FRAME_SIZE",

@@ -1,4 +1,4 @@
-"""The masked reset of :class:`~gym_graphreset.envs.mjwarp.env.MJWarpVectorEnv` as one warp kernel.
+"""The masked reset of :class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv` as one warp kernel.
 
 One thread per world: skip unless the world's mask bit is set, then count a new episode, draw the
 initial state from the counter-based hash (:mod:`gym_graphreset.core.rng`, same words, same float32 maths)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from gym_graphreset.capture.compiling import opaque
-from gym_graphreset.core.config import check_capture_mode
+from gym_graphreset.capture.modes import check_capture_mode
 
 __all__ = ["WarpRuntime", "warp_external_capture"]
 

@@ -12,7 +12,8 @@ import torch
 
 from gym_graphreset import FixedShapeAutoresetVectorEnv
 from gym_graphreset.envs.cartpole import CartPoleVectorEnv
-from gym_graphreset.envs.mjwarp.rendering import RenderUnavailable, render_frames, save_gif
+from gym_graphreset.envs.mjwarp.frames import RenderUnavailable
+from gym_graphreset.envs.mjwarp.rendering import render_frames, save_gif
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""Files the tasks are built from: robot models (MJCF and their settings) and reference clips."""

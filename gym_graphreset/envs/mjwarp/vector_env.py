@@ -1,0 +1,398 @@
+"""``MJWarpVectorEnv``: MuJoCo Warp worlds as a Gymnasium ``VectorEnv`` of torch tensors, zero copy.
+
+One MJCF model, ``num_envs`` worlds (``nworld`` at the MuJoCo Warp boundary). State is read and written
+through torch views of the warp arrays (``wp.to_torch``); torch and warp launch on one stream. On CUDA the
+``frame_skip`` physics substeps and the masked reset are each a captured warp graph when run eagerly,
+and plain launches when the wrapper is capturing its own torch graph (warp joins it through external
+capture). On the CPU warp's CPU backend runs the same code.
+
+The masked reset reads no host data: ``mujoco_warp.reset_data`` with a preallocated ``wp.array`` mask,
+masked writes of counter-based initial-state draws, then the position/velocity kinematics that
+observations read. Task subclasses (:mod:`gym_graphreset.envs.gym_mujoco.tasks`) define observation, reward,
+termination and reset noise. Substep records and derived-constant recomputation are mixins of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+import gym_graphreset.envs.mjwarp.checks as mjwarp_checks
+from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int
+from gym_graphreset.core.protocols import CheckSink
+from gym_graphreset.core.rng import StreamAllocator
+from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
+from gym_graphreset.envs.mjwarp.constants import ModelConstants
+from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase, default_device
+from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
+from gym_graphreset.envs.mjwarp.recording import SubstepRecording
+
+__all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
+
+OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
+"""Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
+
+
+class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
+    """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
+
+    Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
+    the other hooks as needed. The constructor runs, in this order:
+
+    1. the argument checks, the device check first (``device``; nothing is allocated before it);
+    2. the model: loaded, ``model_edits`` applied, put on the device with ``num_envs`` worlds, and the
+       base state (``qpos``/``qvel``/``ctrl`` views, ``keys``, ``elapsed``, ``checks``, ``init_qpos``...);
+    3. the action space, from the actuators' control ranges;
+    4. :meth:`_setup_task` (no-op by default): allocate the task's buffers and constants here, not
+       before ``super().__init__()`` (plain configuration attributes may be set before it). The model,
+       the data and the base state exist; the worlds are not reset yet. It may replace the action space;
+    5. :meth:`_progress`'s buffer and the reset strategy;
+    6. one :meth:`reset` (an overriding ``reset`` is the one called), whose observation gives the
+       observation space: a ``(num_envs, d)`` tensor gives a ``Box``, a dict of them (observation groups)
+       a ``Dict`` of boxes.
+
+    Hooks: :meth:`_observe`, :meth:`_reward_terminated` (required); :meth:`_reset_task` (the task's own
+    reset, with masked writes, between the physics reset and the observation); :meth:`_progress`;
+    :meth:`_sample_initial_state` (own initial-state draws: the reference reset path is then used). A task
+    that replaces whole phases fills :meth:`_apply_actions` (actions to actuators), :meth:`_task_step`
+    (everything after the physics), :meth:`_before_reset` and :meth:`_after_reset` instead (the task
+    layer's :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step`
+    are a fixed template around them: the step records ``checks`` (overflow, finite state) after the physics,
+    so no task can skip it. Every hook runs inside a step or reset that may be captured: masked writes, no
+    host read, counter-based draws (:mod:`gym_graphreset.core.rng`, one stream per use: ``self.streams(name)``).
+
+    Args:
+        model: Path to an MJCF file, or the XML itself.
+        num_envs: Number of worlds.
+        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (default: CUDA when available).
+        frame_skip: Physics substeps per env step.
+        nconmax: Contacts allocated per world (``None``: MuJoCo Warp's default).
+        njmax: Constraint rows allocated per world (``None``: MuJoCo Warp's default).
+        max_episode_steps: Truncation horizon.
+        global_env_offset: Global index of world 0, for several processes splitting one population.
+        model_edits: Called with the ``mujoco.MjModel`` before it goes to the device.
+        kernel_reset: Reset worlds with one fused warp kernel (draws bit-identical to
+            :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
+            ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
+        render_mode: ``None`` or ``"rgb_array"``: :meth:`render` then returns frames of the worlds
+            (:class:`~gym_graphreset.envs.mjwarp.frames.WorldFrames`), for Gymnasium's ``RecordVideo``.
+        render_worlds: The worlds :meth:`render` draws, in order; ``None`` (default): one frame per world,
+            as Gymnasium's vector envs return, each drawn only when read.
+        render_size: ``(width, height)`` of each frame in pixels.
+        warp_verbose: Let warp log its module loads (quiet by default: only its warnings and errors).
+
+    Attributes:
+        m: The MuJoCo Warp model (``mujoco_warp.Model``); ``batched_model_fields`` have a leading ``nworld``.
+        d: The MuJoCo Warp data (``mujoco_warp.Data``) of all worlds.
+        qpos: ``(nworld, nq)`` float32, zero-copy torch view of ``d.qpos``.
+        qvel: ``(nworld, nv)`` float32, view of ``d.qvel``.
+        ctrl: ``(nworld, nu)`` float32, view of ``d.ctrl`` (the step writes the actions here).
+        xpos: ``(nworld, nbody, 3)``; ``xipos``: ``(nworld, nbody, 3)``; ``site_xpos``: ``(nworld, nsite, 3)``.
+        cinert: ``(nworld, nbody, 10)``; ``cvel``: ``(nworld, nbody, 6)``; ``cfrc_ext``: ``(nworld, nbody, 6)``.
+        qfrc_actuator: ``(nworld, nv)``; ``qfrc_constraint``: ``(nworld, nv)``.
+        overflow: ``(nworld,)`` int, view of ``d.overflow`` (MuJoCo Warp's sticky ``OverflowType`` bits).
+        checks: The :class:`~gym_graphreset.envs.mjwarp.checks.WorldChecks` that
+            the step records after the physics (``checks.record(qpos, qvel)``) and
+            :meth:`add_checks` latches.
+        overflow_seen: ``(nworld,)`` int, the bits ORed since the last check (``checks.seen``).
+        state_finite: ``(nworld,)`` bool, whether each world's qpos and qvel were finite after the last
+            step's physics (``checks.state_finite``; tasks' healthy tests read it too).
+        elapsed: ``(nworld,)`` int64, steps in the current episode (truncation at ``max_episode_steps``).
+        keys: The counter-RNG keys (:class:`~gym_graphreset.core.rng.EpisodeKeys`): ``seed`` ``()``, ``env_ids``
+            ``(nworld,)`` (global index), ``episode`` ``(nworld,)`` (-1 before the first reset).
+        streams: A :class:`~gym_graphreset.core.rng.StreamAllocator`: ``self.streams("goal")`` is a counter-RNG
+            stream for a subclass's own draws, the same for the same name, never shared with another name or
+            the engine's reset draws. Per-step draws key by episode and step with
+            :func:`~gym_graphreset.core.rng.step_bits`.
+        init_qpos: ``(nq,)`` float32 (``qpos0``); ``init_qvel``: ``(nv,)`` float32 zeros.
+        reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
+            :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
+        runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.DISABLED, "render_modes": ["rgb_array"]}
+    """Instances add ``render_fps``: one frame per env step, ``1 / dt``."""
+    supports_reset_selection = True
+    supports_step_capture = True
+    batched_model_fields: tuple[str, ...] = ()
+    """Model fields given one row per world (``put_model(batch_sizes=...)``), e.g. for domain randomisation."""
+
+    def __init__(
+        self,
+        model: str | Path,
+        num_envs: int,
+        *,
+        device: torch.device | str | None = None,
+        frame_skip: int = 5,
+        nconmax: int | None = None,
+        njmax: int | None = None,
+        max_episode_steps: int = 1000,
+        global_env_offset: int = 0,
+        model_edits: Callable[[Any], None] | None = None,
+        kernel_reset: bool = True,
+        render_mode: Literal["rgb_array"] | None = None,
+        render_worlds: Sequence[int] | None = None,
+        render_size: tuple[int, int] = (320, 240),
+        warp_verbose: bool = False,
+    ) -> None:
+        self.device = check_device(device if device is not None else default_device())
+        self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
+            num_envs, max_episode_steps, global_env_offset
+        )
+        self.frame_skip = check_positive_int("frame_skip", frame_skip)
+        _check_contact_limits(nconmax, njmax)
+        self.render_mode, self.render_worlds, self.render_size = check_render_args(
+            type(self).__name__, render_mode, render_worlds, render_size, self.num_envs
+        )
+        self._world_renderer = None
+        self._load_model(model, model_edits)
+        self._put_on_device(nconmax, njmax, warp_verbose)
+        self._allocate_torch_state(global_env_offset)
+        self._make_action_space()
+        # named counter-RNG streams for a subclass's own draws, above the engine's reset draws (stream 0)
+        self.streams = StreamAllocator(0)
+        with self._on_stream():
+            self._setup_task()
+            self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
+        from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
+
+        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
+        with self.runtime.quiet():
+            self.reset_strategy: KernelReset | ReferenceReset = (
+                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+            )
+        obs, _ = self.reset()
+        self.single_observation_space = self._observation_space(obs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    # ------------------------------------------------------------------ task hooks
+
+    def _setup_task(self) -> None:
+        """Allocate the task's buffers and constants (no-op by default); see the class docstring for when.
+
+        Runs once in the constructor, after the model, the data and the base state are on the device and
+        before the first reset and observation, so :meth:`_reset_task` and :meth:`_observe` find what it
+        made. Indices from ``mjm`` (the ``mujoco.MjModel``), torch views of further warp fields
+        (``wp.to_torch(self.d.<field>)``) and per-world buffers belong here.
+        """
+
+    def _reset_task(self, mask: torch.Tensor) -> None:
+        """Reset the task's own state on the worlds of ``mask`` (no-op by default).
+
+        Called by :meth:`reset` after the physics reset of those worlds and before the observation.
+        ``mask`` is a full-width bool ``(num_envs,)`` tensor: write with ``torch.where`` (or
+        :func:`~gym_graphreset.fill_rows_` / :func:`~gym_graphreset.assign_rows_`), never index with it.
+        """
+
+    def _apply_actions(self, action: torch.Tensor) -> None:
+        """Write this step's actions (float32, on the device) to the actuators (default: ``ctrl`` as they are)."""
+        self.ctrl.copy_(action)
+
+    def _task_step(
+        self, before: torch.Tensor | None, action: torch.Tensor
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Everything after the physics: ``(obs, reward, terminated, truncated, info)``.
+
+        ``before`` is the progress position before the physics (``None`` unless ``tracks_progress``). The
+        default observes, asks :meth:`_reward_terminated`, and truncates at ``max_episode_steps``.
+        """
+        assert before is not None
+        after = self._progress()
+        self._progress_buf.copy_(after)
+        obs = self._observe()
+        reward, terminated = self._reward_terminated(before, after, action)
+        return obs, reward, terminated, self.elapsed >= self.max_episode_steps, {}
+
+    def _before_reset(self, mask: torch.Tensor) -> None:
+        """Runs before the worlds of ``mask`` are reset (e.g. curricula reading the terminal state); no-op here."""
+
+    def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
+        """The observation after the worlds of ``mask`` were reset (``seeded``: ``reset(seed=...)``).
+
+        The default runs :meth:`_reset_task`, then one :meth:`_observe`.
+        """
+        self._reset_task(mask)
+        return self._observe()
+
+    tracks_progress: bool = True
+    """Whether the step keeps the progress position (``_progress``) for :meth:`_reward_terminated`."""
+
+    def _observe(self) -> Any:
+        """Observation of every world: ``(num_envs, obs_dim)`` float32, or a dict of them (groups)."""
+        raise NotImplementedError
+
+    def _reward_terminated(
+        self, before: torch.Tensor, after: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reward and termination of every world after the physics of one env step."""
+        raise NotImplementedError
+
+    def _progress(self) -> torch.Tensor:
+        """The position whose change over a step is the forward velocity (default: root x)."""
+        return self.qpos[:, :1].clone()
+
+    # ------------------------------------------------------------------ streams and capture
+
+    def _on_stream(self, wait: bool = True) -> contextlib.AbstractContextManager[None]:
+        """Run torch and warp work on the env's stream (ordered after the caller's stream)."""
+        return self.runtime.on_stream(wait)
+
+    def graph_capture_scope(
+        self, stream: torch.cuda.Stream, capture_mode: str
+    ) -> contextlib.AbstractContextManager[Any]:
+        """Warp's external capture joined to the torch capture on ``stream`` (the env's own)."""
+        return self.runtime.capture_scope(stream, capture_mode)
+
+    def capture_buffers(self) -> tuple[torch.Tensor, ...]:
+        """Views of the warp state a captured graph holds (replacing ``m``/``d`` must recapture)."""
+        t = self.runtime.wp.to_torch
+        return tuple(t(a) for a in (self.d.qpos, self.d.qvel, self.d.ctrl, self.d.overflow, self.reset_mask_wp))
+
+    # ------------------------------------------------------------------ physics
+
+    needs_cfrc_ext: bool = False
+    physics_enabled: bool = True
+    """``False`` skips the substeps: benchmarks time everything else a step does (non-physics) alone."""
+
+    def _physics_body(self) -> None:
+        if not self.physics_enabled:
+            return
+        import mujoco_warp as mjw
+
+        self._physics_started = True
+        for k in range(self.frame_skip):
+            mjw.step(self.m, self.d)
+            for record in self.substep_records:
+                record.record(self.d, k)
+        if self.needs_cfrc_ext:  # Gymnasium calls mj_rnePostConstraint after mj_step
+            mjw.rne_postconstraint(self.m, self.d)
+
+    def run_physics(self, actions: torch.Tensor | None = None) -> None:
+        """Only the ``frame_skip`` substeps (a captured warp graph on CUDA): the floor of a step's cost.
+
+        ``actions`` (optional) are written to ctrl first, so that the physics is driven like a real step's
+        (the solver's iteration count, hence its cost, depends on the state the actions lead to).
+        """
+        with self._on_stream():
+            if actions is not None:
+                self.ctrl.copy_(actions)
+            self.runtime.run("physics", self._physics_body)
+
+    refresh: str = "com"
+    """Derived fields observations read after a reset: ``"none"``, ``"kinematics"`` or ``"com"``."""
+
+    def _refresh_kinematics(self) -> None:
+        import mujoco_warp as mjw
+
+        if self.refresh == "none":
+            return
+        mjw.kinematics(self.m, self.d)
+        if self.refresh == "com":
+            mjw.com_pos(self.m, self.d)
+            mjw.com_vel(self.m, self.d)
+
+    # ------------------------------------------------------------------ Gymnasium API
+
+    def _masked_reset(self, mask: torch.Tensor) -> None:
+        """Reset the physics of the worlds of ``mask`` with no host read (it does not observe).
+
+        Derived fields (kinematics, com) are refreshed for every world: they are pure functions of
+        qpos/qvel, nothing reads them before the next physics step recomputes them, and a world's forward
+        velocity reads ``_progress_buf``, which only the reset worlds update here.
+        """
+        self._reset_mask.copy_(mask)
+        self.runtime.run("reset", self.reset_strategy.warp_part)
+        self.reset_strategy.torch_part(mask)
+        self.runtime.run("kinematics", self._refresh_kinematics)
+        self._update_progress(mask)
+
+    def _update_progress(self, mask: torch.Tensor) -> None:
+        """Take the current progress position on the worlds of ``mask`` (after a reset or ``set_state``)."""
+        shape = (-1, *([1] * (self._progress_buf.dim() - 1)))
+        self._progress_buf.copy_(torch.where(mask.view(shape), self._progress(), self._progress_buf))
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Reset every world, or those of ``options["reset_mask"]`` (mask, ids or ResetSelection).
+
+        The order is fixed: :meth:`_before_reset`, the masked physics reset (with
+        :meth:`_sample_initial_state`'s draws), then :meth:`_after_reset` (by default the task's
+        :meth:`_reset_task`, then one :meth:`_observe`).
+        """
+        self.keys.reseed(seed)
+        mask = options_reset_mask(options, self._all)
+        with self._on_stream():
+            self._before_reset(mask)
+            self._masked_reset(mask)
+            obs = self._after_reset(mask, seed is not None)
+        return obs, {}
+
+    def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Write ``actions``, run ``frame_skip`` substeps, record the engine's checks, then the task's step.
+
+        The order is fixed (subclasses fill :meth:`_apply_actions` and :meth:`_task_step`), so no task can
+        skip the overflow and finite-state record that :meth:`add_checks` latches.
+        """
+        want = (self.num_envs, *(self.single_action_space.shape or ()))
+        if tuple(actions.shape) != want:
+            raise ValueError(f"actions must have shape {want}, got {tuple(actions.shape)}")
+        with self._on_stream():
+            action = actions.to(self.device, torch.float32)
+            before = self._progress_buf.clone() if self.tracks_progress else None
+            self._apply_actions(action)
+            self.runtime.run("physics", self._physics_body)
+            self.elapsed.add_(1)
+            self.checks.record(self.qpos, self.qvel)
+            return self._task_step(before, action)
+
+    def add_checks(self, latch: CheckSink) -> None:
+        """Latch the overflow bits and the finite state of the last step (before its reset); no host read."""
+        self.checks.add_checks(latch)
+
+    def set_state(self, qpos: torch.Tensor, qvel: torch.Tensor, env_ids: Any = None) -> None:
+        """Set qpos/qvel of the given worlds (all by default) and refresh derived quantities."""
+        mask = resolve_reset_mask(env_ids, self.num_envs, self.device)
+        qpos = torch.as_tensor(qpos, dtype=torch.float32, device=self.device).expand_as(self.qpos)
+        qvel = torch.as_tensor(qvel, dtype=torch.float32, device=self.device).expand_as(self.qvel)
+        with self._on_stream():
+            self.qpos.copy_(torch.where(mask.unsqueeze(1), qpos, self.qpos))
+            self.qvel.copy_(torch.where(mask.unsqueeze(1), qvel, self.qvel))
+            self.runtime.run("kinematics", self._refresh_kinematics)
+            self._update_progress(mask)
+
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Copies of (qpos, qvel), ``(num_envs, nq)`` and ``(num_envs, nv)``."""
+        return self.qpos.clone(), self.qvel.clone()
+
+    def render(self) -> WorldFrames | None:  # type: ignore[override]  # a lazy Sequence, not a tuple
+        """Frames of ``render_worlds`` (every world by default) as they are now; ``None`` without a render mode.
+
+        The worlds' poses are copied on the device here; each frame is drawn when it is read (one host
+        read of that world's pose and a CPU render), so Gymnasium's ``RecordVideo(...,
+        record_first_only=True)`` draws world 0 alone. The renderer is made when the first frame is read,
+        which raises :class:`~gym_graphreset.envs.mjwarp.frames.RenderUnavailable` if no OpenGL context
+        can be made.
+        """
+        if self.render_mode is None:
+            return None
+        worlds = range(self.num_envs) if self.render_worlds is None else self.render_worlds
+        return WorldFrames(self._draw_world, self.qpos, worlds)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Free the renderer, if :meth:`render` made one."""
+        if self._world_renderer is not None:
+            self._world_renderer.close()
+            self._world_renderer = None
+
+    @property
+    def nworld(self) -> int:
+        """``num_envs`` as MuJoCo Warp calls it."""
+        return self.num_envs
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_envs={self.num_envs}, device={self.device})"

@@ -1,0 +1,1 @@
+"""The tracking task per robot."""
