@@ -138,14 +138,42 @@ def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
     assert "step graph+compile: reused the graphs compiled for an earlier env in this process" in text
 
 
-def test_importing_the_cli_loads_no_physics_engine() -> None:
-    """``gym-graphreset --help`` and a CartPole demo start without importing MuJoCo Warp or warp (seconds)."""
+HEAVY = (
+    "torch._dynamo",
+    "mujoco_warp",
+    "warp",
+    "mujoco",
+    "matplotlib",
+    "tensorboard",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "rsl_rl",
+    "tyro",
+    "moviepy",
+)
+"""Modules that cost seconds to import or belong to an optional extra: loaded only when a command needs them."""
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import gym_graphreset",
+        "import gym_graphreset.cli",
+        "from gym_graphreset.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+        "from gym_graphreset.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass",
+    ],
+    ids=["import", "import-cli", "help", "version"],
+)
+def test_import_and_help_load_no_heavy_module(code: str) -> None:
+    """``import gym_graphreset`` and ``gym-graphreset --help`` start without ``torch._dynamo`` (seconds: imported
+    when something compiles), a physics engine or an optional extra (plotting, logging, export, trainers)."""
     import subprocess
     import sys
 
-    code = "import sys, gym_graphreset.cli; print(sorted(m for m in ('mujoco_warp', 'warp') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    check = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize(
