@@ -441,3 +441,13 @@ def test_play_motion_refuses_an_env_off_the_task_layer(
     assert "--motion records task-layer envs (a ManagerBasedEnv); gym_graphreset/InvertedPendulum-v5 is a" in (
         capsys.readouterr().err
     )
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``gym-graphreset --version`` prints the program name and the package's version, and exits 0."""
+    import gym_graphreset
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gym-graphreset {gym_graphreset.__version__}"

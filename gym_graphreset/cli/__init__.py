@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from gym_graphreset import __version__
 from gym_graphreset.cli import bench, policy, profile
 from gym_graphreset.cli.bench import DEFAULT_ENV, VariantRejected, same_task
 
@@ -22,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     bench.add_parsers(sub)
     policy.add_play_parser(sub)
