@@ -1,5 +1,6 @@
-"""Command line: ``python -m gym_graphreset {demo,bench,profile,play,export}`` (also installed as ``gym-graphreset``).
+"""Command line: ``python -m gym_graphreset {train,play,export,demo,bench,profile}`` (installed as ``gym-graphreset``).
 
+``train`` trains rsl_rl's PPO on a registered task, every setting a flag (:mod:`gym_graphreset.cli.train`);
 ``demo`` and ``bench`` time the step modes (:mod:`gym_graphreset.cli.bench`); ``profile`` groups a step's
 time into physics, warp, copies and torch at each batch size (:mod:`gym_graphreset.bench.profile`); ``play``
 runs a trained checkpoint (the PPO example's or rsl_rl's) deterministically on a registered task and films
@@ -10,6 +11,7 @@ checks each file against the torch policy (:mod:`gym_graphreset.cli.policy`).
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from gym_graphreset import __version__
@@ -21,10 +23,13 @@ __all__ = ["DEFAULT_ENV", "VariantRejected", "main", "same_task"]
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gym-graphreset", description="Compare the step modes of FixedShapeAutoresetVectorEnv side by side."
+        prog="gym-graphreset",
+        description="Train, play and export policies on GPU-batched tasks; time the step modes.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    train_help = "train rsl_rl's PPO on a registered task (gym-graphreset train <task> --help: its flags)"
+    sub.add_parser("train", help=train_help, description=train_help)  # parsed by cli.train.main, from the task
     bench.add_parsers(sub)
     policy.add_play_parser(sub)
     policy.add_export_parser(sub)
@@ -34,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["train"]:
+        from gym_graphreset.cli import train
+
+        return train.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "play":
         return policy.play(args)
