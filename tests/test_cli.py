@@ -451,3 +451,16 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"gym-graphreset {gym_graphreset.__version__}"
+
+
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_results_go_under_runs_in_the_current_folder_by_default(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``--out`` the results go to ``runs/<command>/`` of the folder it runs from, not a
+    ``benchmarks/results`` tree created wherever it is started."""
+    monkeypatch.chdir(tmp_path)
+    args = [command, "--device", "cpu", "--num-envs", "8", "--steps", "2", "--warmup", "1", "--modes", "masked"]
+    assert main([*args, "--no-progress"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    assert (tmp_path / "runs" / command / f"{command}-CartPole-v1-cpu.json").is_file()

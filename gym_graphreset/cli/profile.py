@@ -26,7 +26,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--steps", type=int_at_least(1), default=20, help="profiled steps per size (default: 20)")
     p.add_argument("--warmup", type=int_at_least(0), default=10, help="untimed steps first (default: 10)")
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs") / "profile",
+        help="output folder for JSON and PNG (default: runs/profile in the current folder)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
