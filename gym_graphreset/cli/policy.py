@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +91,25 @@ def _load(args: argparse.Namespace) -> Any:
         return str(exc)
 
 
+def headless_gl() -> None:
+    """Set ``MUJOCO_GL=egl`` on a Linux machine without a display when it is unset and MuJoCo is not imported yet.
+
+    MuJoCo picks its OpenGL backend when it is imported, GLFW by default, which needs a display and prints a
+    ``GLFWError`` without one; EGL renders offscreen (where it is missing, the video is skipped with a notice).
+    """
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if (
+        sys.platform.startswith("linux")
+        and not display
+        and "MUJOCO_GL" not in os.environ
+        and "mujoco" not in sys.modules
+    ):
+        os.environ["MUJOCO_GL"] = "egl"
+
+
 def play(args: argparse.Namespace) -> int:
     """The ``play`` subcommand: the returns printed, the video written (or skipped with a notice)."""
+    headless_gl()
     from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
     from gym_graphreset.core.terms import EpisodeStatistics
 
