@@ -189,7 +189,7 @@ def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path 
             import imageio.v2 as imageio
             import imageio_ffmpeg  # noqa: F401  (the encoder imageio's MP4 writer uses)
         except ImportError:
-            print(f"no MP4 encoder (pip install imageio imageio-ffmpeg): writing a GIF instead of {path}")
+            print(f"no MP4 encoder (the `video` extra: imageio, imageio-ffmpeg): writing a GIF instead of {path}")
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             even: list[Any] = [
