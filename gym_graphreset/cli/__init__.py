@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from gym_graphreset import __version__
 from gym_graphreset.cli import bench, policy, profile
@@ -37,9 +39,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    """A library warning as a command line prints it: one ``warning:`` line on stderr, without its source line."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run the CLI; returns the exit status. Warnings print as ``warning: ...`` lines on stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("default", category=UserWarning)  # once per place and command, as a notice
+        warnings.showwarning = _print_warning
+        return _main(sys.argv[1:] if argv is None else list(argv))
+
+
+def _main(argv: list[str]) -> int:
     if argv[:1] == ["train"]:
         from gym_graphreset.cli import train
 
