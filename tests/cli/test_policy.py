@@ -24,10 +24,9 @@ def test_headless_play_picks_egl_unless_told_otherwise(
     env: dict[str, str], imported: bool, expected: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without a display and without ``MUJOCO_GL``, ``play`` sets ``MUJOCO_GL=egl`` before MuJoCo is imported."""
-    for name in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    # a copy of the environment, restored after the test (delenv of an unset name would not restore what is set)
+    environ = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
+    monkeypatch.setattr(os, "environ", {**environ, **env})
     monkeypatch.setattr(sys, "platform", "linux")
     if imported:
         monkeypatch.setitem(sys.modules, "mujoco", sys.modules.get("mujoco") or object())  # type: ignore[arg-type]
