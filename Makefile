@@ -57,11 +57,11 @@ screenshots: docs
 DEMO_ENV ?= gym_graphreset/CartPole-v1
 
 demo: install
-	$(PY) -m gym_graphreset demo --env-id $(DEMO_ENV)
+	$(PY) -m gym_graphreset demo --env-id $(DEMO_ENV) --out benchmarks/results
 
 bench: install
 	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-json=benchmarks/results/pytest-benchmark.json
-	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV)
+	$(PY) -m gym_graphreset bench --env-id $(DEMO_ENV) --out benchmarks/results
 
 lint: check
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["MUJOCO_TASKS", "register_envs"]
+__all__ = ["MUJOCO_TASKS", "register_envs", "task_cfg"]
 
 
 def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
@@ -73,6 +73,34 @@ def _make_g1_tracking(num_envs: int = 1, **kwargs: Any) -> Any:
     from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import G1TrackingFlatEnv
 
     return G1TrackingFlatEnv(num_envs, **kwargs)
+
+
+def task_cfg(env_id: str) -> Any:
+    """The :class:`~gym_graphreset.managers.task_cfg.TaskCfg` a shipped task-layer id builds by default (its ``cfg=``).
+
+    ``None`` for an id that takes no task config (the Gymnasium MuJoCo tasks, CartPole, ids registered elsewhere).
+    """
+    if env_id == "gym_graphreset/Go1-Velocity-Flat-v0":
+        from gym_graphreset.tasks.velocity.config.go1 import go1_velocity_flat_cfg
+
+        return go1_velocity_flat_cfg()
+    if env_id == "gym_graphreset/Go1-Velocity-Rough-v0":
+        from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import go1_velocity_rough_cfg
+
+        return go1_velocity_rough_cfg()
+    if env_id == "gym_graphreset/G1-Velocity-Flat-v0":
+        from gym_graphreset.tasks.velocity.config.g1 import g1_velocity_flat_cfg
+
+        return g1_velocity_flat_cfg()
+    if env_id == "gym_graphreset/G1-Velocity-Rough-v0":
+        from gym_graphreset.tasks.velocity.config.g1.rough_env_cfg import g1_velocity_rough_cfg
+
+        return g1_velocity_rough_cfg()
+    if env_id == "gym_graphreset/G1-Tracking-Flat-v0":
+        from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import g1_tracking_flat_cfg
+
+        return g1_tracking_flat_cfg()
+    return None
 
 
 def register_envs() -> None:

@@ -70,8 +70,9 @@ def test_demo_without_matplotlib_writes_json_and_skips_the_plot(
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
     args = ["demo", "--device", "cpu", "--num-envs", "16", "--steps", "5", "--warmup", "1"]
     assert main([*args, "--out", str(tmp_path), "--no-progress"]) == 0
-    out = capsys.readouterr().out
-    assert "skipped the plot" in out and list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.png"))
+    err = capsys.readouterr().err  # the library's warning, printed by the command line as one line
+    assert "warning: matplotlib is not installed (the `plot` extra): skipped the plot" in err
+    assert list(tmp_path.glob("*.json")) and not list(tmp_path.glob("*.png"))
 
 
 def test_a_size_out_of_memory_is_skipped_and_the_others_saved(
@@ -138,14 +139,42 @@ def test_table_reports_compile_time_and_breaks_apart_from_the_step() -> None:
     assert "step graph+compile: reused the graphs compiled for an earlier env in this process" in text
 
 
-def test_importing_the_cli_loads_no_physics_engine() -> None:
-    """``gym-graphreset --help`` and a CartPole demo start without importing MuJoCo Warp or warp (seconds)."""
+HEAVY = (
+    "torch._dynamo",
+    "mujoco_warp",
+    "warp",
+    "mujoco",
+    "matplotlib",
+    "tensorboard",
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "rsl_rl",
+    "tyro",
+    "moviepy",
+)
+"""Modules that cost seconds to import or belong to an optional extra: loaded only when a command needs them."""
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import gym_graphreset",
+        "import gym_graphreset.cli",
+        "from gym_graphreset.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+        "from gym_graphreset.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass",
+    ],
+    ids=["import", "import-cli", "help", "version"],
+)
+def test_import_and_help_load_no_heavy_module(code: str) -> None:
+    """``import gym_graphreset`` and ``gym-graphreset --help`` start without ``torch._dynamo`` (seconds: imported
+    when something compiles), a physics engine or an optional extra (plotting, logging, export, trainers)."""
     import subprocess
     import sys
 
-    code = "import sys, gym_graphreset.cli; print(sorted(m for m in ('mujoco_warp', 'warp') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    check = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize(
@@ -413,3 +442,26 @@ def test_play_motion_refuses_an_env_off_the_task_layer(
     assert "--motion records task-layer envs (a ManagerBasedEnv); gym_graphreset/InvertedPendulum-v5 is a" in (
         capsys.readouterr().err
     )
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``gym-graphreset --version`` prints the program name and the package's version, and exits 0."""
+    import gym_graphreset
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gym-graphreset {gym_graphreset.__version__}"
+
+
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_results_go_under_runs_in_the_current_folder_by_default(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``--out`` the results go to ``runs/<command>/`` of the folder it runs from, not a
+    ``benchmarks/results`` tree created wherever it is started."""
+    monkeypatch.chdir(tmp_path)
+    args = [command, "--device", "cpu", "--num-envs", "8", "--steps", "2", "--warmup", "1", "--modes", "masked"]
+    assert main([*args, "--no-progress"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    assert (tmp_path / "runs" / command / f"{command}-CartPole-v1-cpu.json").is_file()

@@ -70,70 +70,37 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.bench.plotting import plot_training_curves
 from gym_graphreset.bench.results import env_versions
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
+from gym_graphreset.integrations.rsl_rl_cfg import ALGORITHMS, MJLAB_TASKS, mjlab_ppo_cfg
 from gym_graphreset.mdp.terrain_levels import terrain_state
 from gym_graphreset.tasks import ManagerBasedEnv
 from gym_graphreset.terrains.terrain_state import TerrainState
 
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"
-ENV_IDS = (
-    ENV_ID,
-    "gym_graphreset/G1-Velocity-Flat-v0",
-    "gym_graphreset/Go1-Velocity-Rough-v0",
-    "gym_graphreset/G1-Velocity-Rough-v0",
-    TRACKING_ENV_ID,
-)
+ENV_IDS = MJLAB_TASKS
 """The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 velocity rl configs, flat and rough,
 hold the same numbers; its G1 tracking config differs in the entropy coefficient alone, 0.005: :data:`ENTROPY`)."""
 ENTROPY = {TRACKING_ENV_ID: 0.005}
 """Env id -> mjlab's entropy coefficient where it is not the velocity configs' 0.01."""
 
 
-ALGORITHMS = {"ppo": "PPO", "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO"}
-"""``--algorithm`` -> the rsl_rl algorithm class name."""
 RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
 """``--runner`` -> the runner class."""
 
 
 def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, entropy_coef: float = 0.01) -> dict[str, Any]:
-    """mjlab 1.6's Go1 velocity PPO config (``tasks/velocity/config/go1/rl_cfg.py``) as an rsl_rl train config.
+    """mjlab 1.6's Go1 velocity PPO config as an rsl_rl train config (the package's :func:`mjlab_ppo_cfg`).
 
-    The observation groups are the task's: the actor reads ``policy`` (mjlab calls it ``actor``), the
-    critic ``critic``. ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)``
-    time-out bootstrap) as mjlab, or ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`.
-    ``check_for_nan``: rsl_rl's per-step NaN check (stock runner: on). ``entropy_coef``: 0.01 (velocity), 0.005
-    (mjlab's G1 tracking config).
+    ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)`` time-out bootstrap) as
+    mjlab, or ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`. ``check_for_nan``:
+    rsl_rl's per-step NaN check (stock runner: on). ``entropy_coef``: 0.01 (velocity), 0.005 (mjlab's G1 tracking).
     """
-    mlp = {"class_name": "MLPModel", "hidden_dims": [512, 256, 128], "activation": "elu", "obs_normalization": True}
-    return {
-        "seed": 42,
-        "num_steps_per_env": 24,
-        "save_interval": 50,
-        "obs_groups": {"actor": ["policy"], "critic": ["critic"]},
-        "actor": {
-            **mlp,
-            "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"},
-        },
-        "critic": mlp,
-        "algorithm": {
-            "class_name": ALGORITHMS[algorithm],
-            "num_learning_epochs": 5,
-            "num_mini_batches": 4,
-            "learning_rate": 1e-3,
-            "schedule": "adaptive",
-            "gamma": 0.99,
-            "lam": 0.95,
-            "entropy_coef": entropy_coef,
-            "desired_kl": 0.01,
-            "max_grad_norm": 1.0,
-            "value_loss_coef": 1.0,
-            "use_clipped_value_loss": True,
-            "clip_param": 0.2,
-            "normalize_advantage_per_mini_batch": False,
-            "optimizer": "adam",
-        },
-        "check_for_nan": check_for_nan,
-    }
+    cfg = mjlab_ppo_cfg(ENV_ID, algorithm)  # type: ignore[arg-type]
+    cfg.algorithm.entropy_coef = entropy_coef
+    cfg.check_for_nan = check_for_nan
+    out = cfg.to_dict()
+    del out["max_iterations"]  # this script's budget is --budget-s / --max-iterations
+    return out
 
 
 def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> None:

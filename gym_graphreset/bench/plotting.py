@@ -1,11 +1,12 @@
 """The benchmark plots: ms per batched step per env and batch, and env-steps/s against the number of envs.
 
 Used by the CLI, the PPO example and the soak run. matplotlib is the optional extra ``plot``: without it
-:func:`import_pyplot` prints a one-line notice and the caller keeps its JSON and skips the PNG.
+:func:`import_pyplot` warns and the caller keeps its JSON and skips the PNG.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,14 @@ __all__ = [
 
 
 def import_pyplot(path: Path) -> Any:
-    """``matplotlib.pyplot`` (Agg backend), or ``None`` after a one-line notice when the extra is missing.
+    """``matplotlib.pyplot`` (Agg backend), or ``None`` after a warning when the extra is missing.
 
     A run whose work is done must not crash over its plot: callers skip the PNG and keep the JSON.
     """
     try:
         import matplotlib
     except ImportError:
-        print(f"matplotlib is not installed (pip install 'gym_graphreset[plot]'): skipped the plot {path}")
+        warnings.warn(f"matplotlib is not installed (the `plot` extra): skipped the plot {path}", stacklevel=3)
         return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -73,7 +74,7 @@ def plot_results(results: Sequence[ModeResult], path: Path, title: str) -> bool:
     One panel per row, sized for a documentation page (~800 px at 100 dpi, saved at 2x for a sharp
     click-through). The bars compare modes within a batch; the lines show how each mode scales, with the
     best of each CPU engine (EnvPool, Gymnasium's AsyncVectorEnv) as a dashed horizontal line when it ran
-    the same task. Returns whether the PNG was written (``False``, with a notice, when matplotlib is missing).
+    the same task. Returns whether the PNG was written (``False``, with a warning, when matplotlib is missing).
     """
     plt = import_pyplot(path)
     if plt is None:
@@ -127,7 +128,7 @@ def plot_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], path: Path,
 
     ``curves`` maps a label to a run's ``env_steps``, ``seconds`` and ``mean_return`` (as the PPO example
     saves them). Each run has its own marker and line style.
-    Returns whether the PNG was written (``False``, with a notice, when matplotlib is missing).
+    Returns whether the PNG was written (``False``, with a warning, when matplotlib is missing).
     """
     plt = import_pyplot(path)
     if plt is None:

@@ -21,23 +21,35 @@ the capture; afterwards the graph replays its kernels and no Python (and no reco
 
 from __future__ import annotations
 
+import functools
+import sys
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import torch
 
 import gym_graphreset.capture.dynamo_records as dynamo_records
 
-__all__ = ["CompileBackend", "CompileReport", "CompileWarning", "CompiledStep", "declared_boundaries", "opaque"]
+__all__ = [
+    "CompileBackend",
+    "CompileReport",
+    "CompileWarning",
+    "CompiledStep",
+    "activate_boundaries",
+    "declared_boundaries",
+    "opaque",
+]
 
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
 """``torch.compile`` backends: ``"inductor"`` fuses kernels (the point); ``"aot_eager"`` and ``"eager"``
 trace without code generation (fast: for testing what dynamo sees)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+_LAZY: list[tuple[Callable[..., Any], list[Callable[..., Any]]]] = []
+"""Each :func:`opaque` function declared before ``torch._dynamo`` was imported, and its disabled form once made."""
 _VERDICTS: dict[tuple[Any, str], list[str]] = {}
 """Per compiled function and backend, every break and recompile its compiles in this process reported."""
 
@@ -60,7 +72,33 @@ def opaque(fn: F) -> F:
         True
     """
     dynamo_records.DECLARED.add(fn.__qualname__)
-    return torch.compiler.disable(fn)
+    if "torch._dynamo" in sys.modules:  # already imported: nothing to save
+        return torch.compiler.disable(fn)
+    disabled: list[Callable[..., Any]] = []
+
+    @functools.wraps(fn)
+    def boundary(*args: Any, **kwargs: Any) -> Any:
+        if disabled:
+            return disabled[0](*args, **kwargs)
+        if "torch._dynamo" not in sys.modules:  # nothing can be compiling: run it as written
+            return fn(*args, **kwargs)
+        disabled.append(torch.compiler.disable(fn))
+        return disabled[0](*args, **kwargs)
+
+    _LAZY.append((fn, disabled))
+    return cast(F, boundary)
+
+
+def activate_boundaries() -> None:
+    """Make every :func:`opaque` function declared before ``torch._dynamo`` was imported a compile boundary now.
+
+    :func:`opaque` defers ``torch.compiler.disable`` (which imports ``torch._dynamo``, seconds) until something
+    compiles, so that importing the package stays fast. :class:`CompiledStep` calls this before it compiles;
+    code that calls ``torch.compile`` itself on code reaching an opaque function calls it first.
+    """
+    for fn, disabled in _LAZY:
+        if not disabled:
+            disabled.append(torch.compiler.disable(fn))
 
 
 def declared_boundaries() -> frozenset[str]:
@@ -123,6 +161,7 @@ class CompiledStep:
     def __init__(self, fn: Callable[..., Any], backend: CompileBackend) -> None:
         self.fn = fn
         self.report = CompileReport(backend)
+        activate_boundaries()
         self._compiled = torch.compile(fn, backend=backend, dynamic=False)
         self._warned: set[str] = set()
         self._settled = False

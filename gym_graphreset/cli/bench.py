@@ -71,7 +71,12 @@ def add_parsers(sub: Any) -> None:
             help="how the bare-physics floor replays on CUDA: MuJoCo Warp's own captured graph (warp) or captured "
             "into a torch CUDA graph as the whole-step graph embeds it (torch) (default: warp)",
         )
-        p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
+        p.add_argument(
+            "--out",
+            type=Path,
+            default=Path("runs") / name,
+            help=f"output folder for JSON and PNG (default: runs/{name} in the current folder)",
+        )
         p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
         p.add_argument(
             "--async-baseline",

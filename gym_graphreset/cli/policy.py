@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,20 @@ def add_play_parser(sub: Any) -> None:
     """The ``play`` subcommand's arguments."""
     help_text = "run a checkpoint's deterministic policy on a registered task and film some of its worlds"
     p = sub.add_parser("play", help=help_text, description=help_text)
-    p.add_argument("checkpoint", type=Path, help="a checkpoint of examples/ppo_continuous.py or of rsl_rl's runner")
+    p.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help="the task (a registered env id; default: the checkpoint's or its run folder's), or the checkpoint itself "
+        "when --checkpoint is not given",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="a checkpoint of gym-graphreset train (rsl_rl), of rsl_rl's runner or of examples/ppo_continuous.py, "
+        "or a run folder (its last checkpoint)",
+    )
     p.add_argument("--env-id", default=None, help="a registered vector env id (default: the checkpoint's task)")
     p.add_argument("--num-envs", type=int, default=4, help="worlds stepped (default: 4)")
     p.add_argument("--steps", type=int, default=250, help="env steps (default: 250)")
@@ -62,16 +77,39 @@ def add_export_parser(sub: Any) -> None:
 
 def _load(args: argparse.Namespace) -> Any:
     """The checkpoint's policy, or a usage message (a string) saying why it cannot be read."""
+    from gym_graphreset.cli.train import checkpoint_path
     from gym_graphreset.integrations.export import load_policy
 
+    if args.checkpoint.is_dir():
+        found = checkpoint_path(args.checkpoint)
+        if isinstance(found, str):
+            return f"--checkpoint {found}"
+        args.checkpoint = found
     try:
         return load_policy(args.checkpoint, activation=args.activation)
     except (FileNotFoundError, ValueError) as exc:
         return str(exc)
 
 
+def headless_gl() -> None:
+    """Set ``MUJOCO_GL=egl`` on a Linux machine without a display when it is unset and MuJoCo is not imported yet.
+
+    MuJoCo picks its OpenGL backend when it is imported, GLFW by default, which needs a display and prints a
+    ``GLFWError`` without one; EGL renders offscreen (where it is missing, the video is skipped with a notice).
+    """
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if (
+        sys.platform.startswith("linux")
+        and not display
+        and "MUJOCO_GL" not in os.environ
+        and "mujoco" not in sys.modules
+    ):
+        os.environ["MUJOCO_GL"] = "egl"
+
+
 def play(args: argparse.Namespace) -> int:
     """The ``play`` subcommand: the returns printed, the video written (or skipped with a notice)."""
+    headless_gl()
     from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
     from gym_graphreset.core.terms import EpisodeStatistics
 
@@ -86,12 +124,21 @@ def play(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     if isinstance(device, str):
         return usage_error(device)
+    from gym_graphreset.cli.train import task_id, task_of_run
+
+    task = None
+    if args.checkpoint is None:  # `play CHECKPOINT`: the checkpoint given as the positional
+        if args.target is None:
+            return usage_error("play needs a checkpoint: gym-graphreset play [task] --checkpoint PATH")
+        args.checkpoint = Path(args.target)
+    elif args.target is not None:
+        task = task_id(args.target)
     policy = _load(args)
     if isinstance(policy, str):
         return usage_error(policy)
-    env_id = args.env_id or policy.source.env_id
+    env_id = task or args.env_id or policy.source.env_id or task_of_run(args.checkpoint)
     if env_id is None:
-        return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass --env-id")
+        return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass the task (or --env-id)")
     if problem := unregistered_env(env_id):
         return usage_error(problem)
     env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint)

@@ -18,11 +18,20 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("profile", help=help_text, description=help_text)
     p.add_argument("--env-id", default="gym_graphreset/Ant-v5", help="a registered vector env id (default: Ant-v5)")
     p.add_argument("--num-envs", type=sizes, default="4096", help="comma-separated batch sizes (default: 4096)")
-    p.add_argument("--mode", default="step graph", help=f"one of {list(MODES)} (default: step graph)")
+    p.add_argument(
+        "--mode",
+        default=None,
+        help=f"one of {list(MODES)} (default: step graph on CUDA, masked+persistent on the CPU)",
+    )
     p.add_argument("--steps", type=int_at_least(1), default=20, help="profiled steps per size (default: 20)")
     p.add_argument("--warmup", type=int_at_least(0), default=10, help="untimed steps first (default: 10)")
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder for JSON and PNG")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs") / "profile",
+        help="output folder for JSON and PNG (default: runs/profile in the current folder)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -32,11 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
     if problem := unregistered_env(args.env_id):
         return usage_error(problem)
-    if args.mode not in MODES:
-        return usage_error(f"--mode must be one of {list(MODES)}, got {args.mode!r}")
     device = resolve_device(args.device)
     if isinstance(device, str):
         return usage_error(device)
+    if args.mode is None:
+        args.mode = "step graph" if device.type == "cuda" else "masked+persistent"
+    if args.mode not in MODES:
+        return usage_error(f"--mode must be one of {list(MODES)}, got {args.mode!r}")
     if device.type != "cuda" and MODES[args.mode].graph is not None:
         return usage_error(f"--mode {args.mode!r} captures a CUDA graph; the device is {device}")
 
@@ -53,8 +64,14 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.no_progress,
     )
     print(profile_table(profiles))
+    if device.type == "cpu":
+        print("on the CPU the profiler sees torch's operators only: warp's CPU kernels (the physics) are not timed")
     stem = f"profile-{args.env_id.split('/')[-1]}-{device.type}"
     path = save_profiles(profiles, args.out / f"{stem}.json")
-    plotted = plot_profiles(profiles, args.out / f"{stem}.png", f"{args.env_id}, {args.mode}, on {device}")
+    plotted = False
+    if len(profiles) > 1:  # the plot is time per env step against batch size: one size draws no band
+        plotted = plot_profiles(profiles, args.out / f"{stem}.png", f"{args.env_id}, {args.mode}, on {device}")
+    else:
+        print("one batch size: no plot (give several, e.g. --num-envs 1024,4096, to see what grows with the batch)")
     print(f"wrote {path}" + (f" and {args.out / (stem + '.png')}" if plotted else ""))
     return 0

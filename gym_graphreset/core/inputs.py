@@ -32,6 +32,7 @@ __all__ = [
     "check_seed",
     "check_step_outputs",
     "env_device",
+    "inner_actions",
     "neutral_actions",
     "numpy_actions",
 ]
@@ -133,6 +134,19 @@ def numpy_actions(actions: np.ndarray, device: torch.device) -> torch.Tensor:
         raise ValueError(f"actions must be a numpy array of numbers, got a numpy array of dtype {actions.dtype}")
     native = np.ascontiguousarray(actions).astype(actions.dtype.newbyteorder("="), copy=False)  # torch: native order
     return torch.tensor(native, device=device)
+
+
+def inner_actions(actions: Any, device: torch.device) -> torch.Tensor:
+    """An inner env's ``actions``: a tensor as it is, a numpy array copied to ``device``; anything else refused.
+
+    Raises:
+        ValueError: ``actions`` is neither a torch.Tensor nor a numpy array of numbers.
+    """
+    if isinstance(actions, np.ndarray):
+        return numpy_actions(actions, device)
+    if not isinstance(actions, torch.Tensor):
+        raise ValueError(f"actions must be a torch.Tensor or a numpy array, got {type(actions).__name__}")
+    return actions
 
 
 def _refuse_bad_values(actions: torch.Tensor, space: gym.Space, num_envs: int) -> None:

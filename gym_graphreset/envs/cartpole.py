@@ -15,7 +15,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from gym_graphreset.core.inputs import check_device, check_env_counts
+from gym_graphreset.core.inputs import check_device, check_env_counts, inner_actions
 from gym_graphreset.core.rng import EpisodeKeys, counter_uniform
 from gym_graphreset.core.selection import options_reset_mask
 
@@ -106,7 +106,8 @@ class CartPoleVectorEnv(VectorEnv):
     def step(
         self, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Advance every row by one Euler step of ``tau`` seconds."""
+        """Advance every row by one Euler step of ``tau`` seconds (``actions``: a tensor or a numpy array)."""
+        actions = inner_actions(actions, self.device)
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {tuple(actions.shape)}")
         x, x_dot, theta, theta_dot = self.state.unbind(1)

@@ -10,6 +10,7 @@ returns in ``infos["final_info"]["episode"]``, where the script reads them.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -86,5 +87,5 @@ def make_envs(
     try:
         return RecordVideo(_WorldZeroFrames(env), f"videos/{run_name}", record_first_only=True)
     except DependencyNotInstalled as exc:  # moviepy: the run goes on without its videos
-        print(f"capture_video: no video is recorded ({exc})")
+        warnings.warn(f"capture_video: no video is recorded ({exc})", stacklevel=2)
         return env

@@ -148,7 +148,7 @@ class EpisodeLog:
             self.mean_length = torch.full((), float("nan"), dtype=torch.float32, device=device)
             self.totals = torch.zeros(3, dtype=torch.float64, device=device)  # sum of returns, of lengths, count
 
-    KEYS = ("/episode/mean_return", "/episode/mean_length")
+    KEYS = ("Episode/mean_return", "Episode/mean_length")
     """The keys of the per-step means :meth:`update` returns."""
 
     def update(self, reward: torch.Tensor, done: torch.Tensor, info: dict[str, Any]) -> dict[str, torch.Tensor]:

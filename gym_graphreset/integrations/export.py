@@ -349,7 +349,7 @@ def check_export(
         try:
             import onnxruntime
         except ImportError:
-            print(f"onnxruntime is not installed (pip install 'gym_graphreset[export]'): {path} validated, not run")
+            warnings.warn(f"onnxruntime is not installed (the `export` extra): {path} validated, not run", stacklevel=2)
             return ExportCheck(path, "onnx.checker", None)
         session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         got = torch.from_numpy(session.run(None, {"obs": obs.numpy()})[0])

@@ -251,8 +251,8 @@ class DeviceEpisodeLogger(Logger):
     Args:
         *args: rsl_rl's ``Logger`` arguments.
         episode_log: The adapter's :class:`~gym_graphreset.integrations.common.EpisodeLog`
-            (``RslRlVecEnv.log``). Its ``extras["log"]`` keys (``/episode/mean_return``,
-            ``/episode/mean_length``) are then logged as the means over the episodes that ended in the
+            (``RslRlVecEnv.log``). Its ``extras["log"]`` keys (``Episode/mean_return``,
+            ``Episode/mean_length``) are then logged as the means over the episodes that ended in the
             iteration, each episode counted once, and left out of an iteration where none ended. The
             stock logger averages the per-step values over the iteration's steps instead: a step where
             no row ended repeats the last means, so an episode counts once per step until the next one

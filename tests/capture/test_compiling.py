@@ -56,7 +56,8 @@ def test_opaque_call_is_a_declared_boundary() -> None:
     assert [o.tolist() for o in outs] == [[4.0] * 4, [5.0] * 4, [6.0] * 4]
     report = compiled.report
     assert report.ok and report.calls == 2  # the first call ran as written
-    assert report.declared_breaks == {"_simulator": 1}
+    # one break at the call (two where `opaque` deferred the disable: at the call and in its wrapper's frame)
+    assert set(report.declared_breaks) == {"_simulator"} and report.graph_breaks == []
     assert report.graphs >= 2 and report.compile_seconds is not None
 
 

@@ -104,3 +104,15 @@ def test_unsupported_dtypes_refused_by_name(dtype: object) -> None:
     """A dtype outside ``supported_dtypes`` (half precision made every reset obs inf) is refused, naming both."""
     with pytest.raises(ValueError, match=r"`dtype` must be one of CartPoleVectorEnv.supported_dtypes \(torch.float32"):
         CartPoleVectorEnv(4, dtype=dtype)  # type: ignore[arg-type]
+
+
+def test_step_takes_a_numpy_action_and_refuses_a_list_by_name() -> None:
+    """A numpy action (``action_space.sample()``) steps as the same tensor does; a list is refused, named."""
+    a, b = CartPoleVectorEnv(4), CartPoleVectorEnv(4)
+    a.reset(seed=3)
+    b.reset(seed=3)
+    actions = np.array([0, 1, 1, 0])
+    for x, y in zip(a.step(actions)[:4], b.step(torch.as_tensor(actions))[:4], strict=True):
+        assert torch.equal(x, y)
+    with pytest.raises(ValueError, match="actions must be a torch.Tensor or a numpy array, got list"):
+        a.step([0, 1, 1, 0])  # type: ignore[arg-type]

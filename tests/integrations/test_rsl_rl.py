@@ -143,7 +143,7 @@ def test_episode_log_is_the_done_row_mean(preset: str) -> None:
         _, _, dones, extras = env.step(torch.full((N, 3), 0.1, device=env.device))
         if dones.any():
             last = float(stats.episode_return[dones].mean())
-        logged = float(extras["log"]["/episode/mean_return"])
+        logged = float(extras["log"]["Episode/mean_return"])
         assert logged == pytest.approx(last, nan_ok=True)
 
 
@@ -237,7 +237,7 @@ class _EpisodeRecorder(gym.vector.VectorWrapper):
 def test_sync_free_runner_logs_the_iteration_mean_over_episodes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`/episode/mean_return` is the mean over the iteration's episodes, each counted once (rsl_rl's stock
+    """`Episode/mean_return` is the mean over the iteration's episodes, each counted once (rsl_rl's stock
     logger, fed per-step means, weighs an episode by the steps until the next one ends)."""
     recorder = _EpisodeRecorder(scripted("masked", terms=True))
     env = RslRlVecEnv(recorder, seed=0, max_episode_length=64)
@@ -249,8 +249,9 @@ def test_sync_free_runner_logs_the_iteration_mean_over_episodes(
     monkeypatch.setattr(SummaryWriter, "add_scalar", record)
     runner.learn(1)
     assert len(recorder.returns) > 1
-    assert logged["/episode/mean_return"] == [pytest.approx(sum(recorder.returns) / len(recorder.returns))]
-    assert logged["/episode/mean_length"] == [pytest.approx(sum(recorder.lengths) / len(recorder.lengths))]
+    assert logged["Episode/mean_return"] == [pytest.approx(sum(recorder.returns) / len(recorder.returns))]
+    assert logged["Episode/mean_length"] == [pytest.approx(sum(recorder.lengths) / len(recorder.lengths))]
+    assert not [tag for tag in logged if tag.startswith("/")]  # TensorBoard tags are paths without a leading slash
 
 
 def test_learn_in_a_loop_continues_the_iteration_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

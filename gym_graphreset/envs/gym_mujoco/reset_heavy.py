@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from gym_graphreset.capture.host_transitions import host_transition
-from gym_graphreset.core.inputs import check_real
+from gym_graphreset.core.inputs import check_real, inner_actions
 from gym_graphreset.core.rng import counter_uniform
 from gym_graphreset.core.selection import ResetSelection, assign_rows_, fill_rows_, options_reset_mask
 from gym_graphreset.envs.gym_mujoco.tasks import HalfCheetahEnv
@@ -164,6 +164,7 @@ class ResetHeavyHalfCheetahEnv(HalfCheetahEnv):
 
     def step(self, actions: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Delay the action, push on the interval, step the physics, compute the reward terms."""
+        actions = inner_actions(actions, self.device)
         with self._on_stream():
             self.delay_buf.copy_(
                 torch.cat((actions.to(self.device, torch.float32).unsqueeze(1), self.delay_buf[:, :-1]), dim=1)

@@ -10,6 +10,7 @@ Gymnasium's video recorders, build the env with ``render_mode="rgb_array"`` inst
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ def render_frames(
 
 
 def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
-    """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow.
+    """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a warning without Pillow.
 
     Raises:
         ValueError: no frames, or ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``.
@@ -166,7 +167,7 @@ def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
     try:
         from PIL import Image
     except ImportError:
-        print(f"Pillow is not installed (pip install 'gym_graphreset[plot]'): skipped the GIF {path}")
+        warnings.warn(f"Pillow is not installed (the `plot` extra): skipped the GIF {path}", stacklevel=2)
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     images = [Image.fromarray(f) for f in frames]
@@ -178,8 +179,8 @@ def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path 
     """Write ``frames`` as an MP4 where an encoder is installed, else as a GIF next to it; the path written.
 
     An ``.mp4`` path is encoded with ``imageio`` and its ``imageio-ffmpeg`` plugin when both are installed;
-    otherwise (or for any other suffix) the frames go to ``path`` with the suffix ``.gif``, with a one-line
-    notice when an MP4 was asked for. ``None`` (after a notice) when neither can be written.
+    otherwise (or for any other suffix) the frames go to ``path`` with the suffix ``.gif``, with a warning when
+    an MP4 was asked for. ``None`` (after a warning) when neither can be written.
     """
     if not frames:
         raise ValueError("save_video needs at least one frame")
@@ -188,7 +189,8 @@ def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path 
             import imageio.v2 as imageio
             import imageio_ffmpeg  # noqa: F401  (the encoder imageio's MP4 writer uses)
         except ImportError:
-            print(f"no MP4 encoder (pip install imageio imageio-ffmpeg): writing a GIF instead of {path}")
+            no_mp4 = f"no MP4 encoder (the `video` extra: imageio, imageio-ffmpeg): writing a GIF instead of {path}"
+            warnings.warn(no_mp4, stacklevel=2)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             even: list[Any] = [

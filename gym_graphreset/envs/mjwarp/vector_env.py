@@ -24,7 +24,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import gym_graphreset.envs.mjwarp.checks as mjwarp_checks
-from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int
+from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int, inner_actions
 from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
@@ -336,8 +336,10 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         """Write ``actions``, run ``frame_skip`` substeps, record the engine's checks, then the task's step.
 
         The order is fixed (subclasses fill :meth:`_apply_actions` and :meth:`_task_step`), so no task can
-        skip the overflow and finite-state record that :meth:`add_checks` latches.
+        skip the overflow and finite-state record that :meth:`add_checks` latches. ``actions``: a tensor, or a
+        numpy array (copied to the env's device).
         """
+        actions = inner_actions(actions, self.device)
         want = (self.num_envs, *(self.single_action_space.shape or ()))
         if tuple(actions.shape) != want:
             raise ValueError(f"actions must have shape {want}, got {tuple(actions.shape)}")

@@ -310,3 +310,18 @@ def test_pickle_and_copy_refused_by_name(how: str) -> None:
     }
     with pytest.raises(TypeError, match=r"InvertedPendulumEnv cannot be pickled or copied: .*Build another env"):
         calls[how]()
+
+
+def test_step_takes_a_numpy_action_and_refuses_a_list_by_name() -> None:
+    """A MuJoCo Warp env steps on a numpy action (``action_space.sample()``) as on the same tensor; a list is
+    refused, named."""
+    from gym_graphreset.envs.gym_mujoco.tasks import InvertedPendulumEnv
+
+    a, b = InvertedPendulumEnv(2, device="cpu"), InvertedPendulumEnv(2, device="cpu")
+    a.reset(seed=3)
+    b.reset(seed=3)
+    actions = np.array([[0.5], [-1.0]], dtype=np.float32)
+    for x, y in zip(a.step(actions)[:4], b.step(torch.as_tensor(actions))[:4], strict=True):
+        assert torch.equal(x, y)
+    with pytest.raises(ValueError, match="actions must be a torch.Tensor or a numpy array, got list"):
+        a.step([[0.5], [-1.0]])  # type: ignore[arg-type]
