@@ -13,6 +13,7 @@ import torch
 from gym_graphreset.tasks.binding import bind
 from gym_graphreset.tasks.draws import DrawBlock
 from gym_graphreset.tasks.history import CircularBuffer, DelayBuffer
+from gym_graphreset.tasks.protocols import StatefulTerm
 from gym_graphreset.tasks.terms import GaussianNoise, ObsGroup, ObsTerm, UniformNoise
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class _ObsTermState:
     def __init__(self, env: ManagerBasedEnv, group: str, name: str, term: ObsTerm, corrupt: bool, block: DrawBlock):
         self.name, self.term = name, term
         self.call = bind(env, term.func, term.params, f"observations[{group!r}][{name!r}]")
+        self.term_reset = self.call.reset if isinstance(self.call, StatefulTerm) else None
         sample = self.call()
         if not isinstance(sample, torch.Tensor) or sample.dim() != 2 or sample.shape[0] != env.num_envs:
             got = tuple(sample.shape) if isinstance(sample, torch.Tensor) else type(sample).__name__
@@ -83,6 +85,8 @@ class _ObsTermState:
         return x
 
     def restart(self, rows: torch.Tensor) -> None:
+        if self.term_reset is not None:
+            self.term_reset(rows)
         for buf in (self.delay, self.history):
             if buf is not None:
                 buf.restart(rows)
@@ -133,7 +137,7 @@ class ObservationManager:
         return out
 
     def reset(self, rows: torch.Tensor) -> None:
-        """The delay and history buffers of the rows of ``rows`` start over."""
+        """The delay and history buffers of the rows of ``rows`` start over; stateful term classes forget them."""
         for _, states in self.groups.values():
             for s in states:
                 s.restart(rows)
