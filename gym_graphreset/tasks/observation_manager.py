@@ -115,9 +115,12 @@ class ObservationManager:
             self.layout[gname] = cols
 
     def compute(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
-        """Every group's observation (``u``: the step-block draws).
+        """Every group's observation (``u``: the step-block draws), in tensors of its own.
 
         ``rows``: the mask of a reset: only those rows' delay and history buffers take this observation.
+        A returned tensor is never a buffer the env or a term writes later (the action, a view of the
+        state, a command, a history or delay ring): a concatenated group is a new tensor, and so is each
+        term of a group of terms (a copy when no clip made one), so what a step returned stays valid.
         """
         clip = self.env.cfg.obs_clip
         out: dict[str, Any] = {}
@@ -130,9 +133,11 @@ class ObservationManager:
                         value = value.clamp(-c, c)
             else:
                 value = {s.name: p for s, p in zip(states, parts, strict=True)}
-                for c in (group.clip, clip):
-                    if c is not None:
-                        value = {k: v.clamp(-c, c) for k, v in value.items()}
+                clips = [c for c in (group.clip, clip) if c is not None]
+                for c in clips:
+                    value = {k: v.clamp(-c, c) for k, v in value.items()}
+                if not clips:  # a term may hand out a live buffer (the action, a view of qvel, a ring): copy it
+                    value = {k: v.clone() for k, v in value.items()}
             out[gname] = value
         return out
 
