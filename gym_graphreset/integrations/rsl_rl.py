@@ -324,11 +324,12 @@ class SyncFreeOnPolicyRunner(OnPolicyRunner):
 
     Same arguments as ``OnPolicyRunner``. ``train_cfg["check_for_nan"]`` defaults to ``False`` here (the
     wrapper's deferred validation already checks observations and rewards on the device); set it to
-    ``True`` for rsl_rl's per-step check.
+    ``True`` for rsl_rl's per-step check. The default goes into a copy: the caller's ``train_cfg`` is not
+    changed (a stock ``OnPolicyRunner`` built from it later keeps rsl_rl's check).
     """
 
     def __init__(self, env: VecEnv, train_cfg: dict, log_dir: str | None = None, device: str = "cpu") -> None:
-        train_cfg.setdefault("check_for_nan", False)
+        train_cfg = {"check_for_nan": False, **train_cfg}
         super().__init__(env, train_cfg, log_dir=log_dir, device=device)
         self.logger = DeviceEpisodeLogger(
             log_dir=log_dir,

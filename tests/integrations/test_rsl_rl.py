@@ -323,3 +323,14 @@ def test_load_policy_reads_rsl_rls_checkpoint_as_its_inference_policy(tmp_path: 
     assert check.max_abs_diff is not None and check.max_abs_diff < 1e-5
     with pytest.raises(ValueError, match=re.escape("`activation` must be one of")):
         load_policy(tmp_path / "model.pt", activation="swoosh")
+
+
+def test_sync_free_runner_leaves_the_caller_s_config_unchanged() -> None:
+    """SyncFreeOnPolicyRunner's check_for_nan=False default goes into a copy: a stock OnPolicyRunner built later
+    from the same dict keeps rsl_rl's NaN check."""
+    env = RslRlVecEnv(scripted("masked"), seed=0, max_episode_length=64)
+    cfg = train_cfg()
+    before = copy.deepcopy(cfg)
+    runner = SyncFreeOnPolicyRunner(env, cfg, log_dir=None, device="cpu")
+    assert runner.cfg["check_for_nan"] is False
+    assert "check_for_nan" not in cfg and cfg.keys() == before.keys()
