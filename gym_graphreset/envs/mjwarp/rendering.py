@@ -10,6 +10,7 @@ Gymnasium's video recorders, build the env with ``render_mode="rgb_array"`` inst
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_GIF_FPS",
     "RenderUnavailable",
     "WorldsView",
+    "check_output_path",
     "render_frames",
     "save_gif",
     "save_video",
@@ -50,6 +52,26 @@ def _check_positive(name: str, value: Any, high: float | None = None) -> float:
         accepted = "a finite number > 0" + (f" and <= {high:g}" if high is not None else "")
         raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
     return float(value)
+
+
+def check_output_path(path: str | os.PathLike[str], what: str = "path") -> Path:
+    """``path`` (a ``str`` or ``os.PathLike``) as a ``Path`` a file can be written at, checked before any work.
+
+    Raises:
+        TypeError: ``path`` is neither a ``str`` nor an ``os.PathLike``.
+        ValueError: ``path`` is a directory, or one of its parents is a file (no folder can be made there).
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"`{what}` must be a str or os.PathLike, got {type(path).__name__} {path!r}")
+    out = Path(os.fspath(path))
+    if out.is_dir():
+        raise ValueError(f"`{what}` {str(out)!r} is a directory; give a file name")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"`{what}` {str(out)!r}: {str(parent)!r} is a file, so no folder can be made there")
+            break
+    return out
 
 
 Policy = Callable[[Any], torch.Tensor]
@@ -155,15 +177,18 @@ def render_frames(
     return frames
 
 
-def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
+def save_gif(frames: list[np.ndarray], path: str | os.PathLike[str], fps: float = 25.0) -> bool:
     """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow.
 
     Raises:
-        ValueError: no frames, or ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``.
+        TypeError: ``path`` not a ``str`` or ``os.PathLike``.
+        ValueError: no frames, ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``, or a path no file can be
+            written at (:func:`check_output_path`).
     """
     if not frames:
         raise ValueError("save_gif needs at least one frame")
     fps = _check_positive("fps", fps, MAX_GIF_FPS)
+    path = check_output_path(path)
     try:
         from PIL import Image
     except ImportError:
@@ -175,15 +200,17 @@ def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
     return True
 
 
-def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path | None:
+def save_video(frames: list[np.ndarray], path: str | os.PathLike[str], fps: float = 25.0) -> Path | None:
     """Write ``frames`` as an MP4 where an encoder is installed, else as a GIF next to it; the path written.
 
     An ``.mp4`` path is encoded with ``imageio`` and its ``imageio-ffmpeg`` plugin when both are installed;
     otherwise (or for any other suffix) the frames go to ``path`` with the suffix ``.gif``, with a one-line
-    notice when an MP4 was asked for. ``None`` (after a notice) when neither can be written.
+    notice when an MP4 was asked for. ``None`` (after a notice) when neither can be written. ``path`` is a
+    ``str`` or ``os.PathLike`` (:func:`check_output_path`).
     """
     if not frames:
         raise ValueError("save_video needs at least one frame")
+    path = check_output_path(path)
     if path.suffix == ".mp4":
         try:
             import imageio.v2 as imageio
