@@ -28,6 +28,7 @@ __all__ = [
     "RenderUnavailable",
     "WorldsView",
     "check_output_path",
+    "check_video_target",
     "render_frames",
     "save_gif",
     "save_video",
@@ -71,6 +72,34 @@ def check_output_path(path: str | os.PathLike[str], what: str = "path") -> Path:
             if not parent.is_dir():
                 raise ValueError(f"`{what}` {str(out)!r}: {str(parent)!r} is a file, so no folder can be made there")
             break
+    return out
+
+
+def _mp4_encoder() -> bool:
+    try:
+        import imageio.v2  # noqa: F401
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_video_target(path: str | os.PathLike[str], fps: float, what: str = "path") -> Path:
+    """Where :func:`save_video` will write ``path`` at ``fps``, checked before any frame is made.
+
+    Raises:
+        TypeError, ValueError: As :func:`check_output_path`; and a GIF (any suffix but ``.mp4``, or an
+            ``.mp4`` without an encoder) above ``MAX_GIF_FPS`` frames per second.
+    """
+    out = check_output_path(path, what)
+    fps = _check_positive("fps", fps)
+    gif = out.suffix != ".mp4" or not _mp4_encoder()
+    if gif and fps > MAX_GIF_FPS:
+        encoder = "" if out.suffix != ".mp4" else " (no MP4 encoder is installed: pip install imageio imageio-ffmpeg)"
+        raise ValueError(
+            f"`{what}` {str(out)!r} would be a GIF at {fps:g} fps{encoder}; a GIF holds at most "
+            f"{MAX_GIF_FPS:g} frames per second (its frame delays are hundredths of a second): give an .mp4 path"
+        )
     return out
 
 
