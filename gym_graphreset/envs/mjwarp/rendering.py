@@ -55,7 +55,7 @@ def _check_positive(name: str, value: Any, high: float | None = None) -> float:
     return float(value)
 
 
-def check_output_path(path: str | os.PathLike[str], what: str = "path") -> Path:
+def check_output_path(path: str | Path, what: str = "path") -> Path:
     """``path`` (a ``str`` or ``os.PathLike``) as a ``Path`` a file can be written at, checked before any work.
 
     Raises:
@@ -84,7 +84,7 @@ def _mp4_encoder() -> bool:
     return True
 
 
-def check_video_target(path: str | os.PathLike[str], fps: float, what: str = "path") -> Path:
+def check_video_target(path: str | Path, fps: float, what: str = "path") -> Path:
     """Where :func:`save_video` will write ``path`` at ``fps``, checked before any frame is made.
 
     Raises:
@@ -206,7 +206,7 @@ def render_frames(
     return frames
 
 
-def save_gif(frames: list[np.ndarray], path: str | os.PathLike[str], fps: float = 25.0) -> bool:
+def save_gif(frames: list[np.ndarray], path: str | Path, fps: float = 25.0) -> bool:
     """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a one-line notice without Pillow.
 
     Raises:
@@ -229,7 +229,7 @@ def save_gif(frames: list[np.ndarray], path: str | os.PathLike[str], fps: float 
     return True
 
 
-def save_video(frames: list[np.ndarray], path: str | os.PathLike[str], fps: float = 25.0) -> Path | None:
+def save_video(frames: list[np.ndarray], path: str | Path, fps: float = 25.0) -> Path | None:
     """Write ``frames`` as an MP4 where an encoder is installed, else as a GIF next to it; the path written.
 
     An ``.mp4`` path is encoded with ``imageio`` and its ``imageio-ffmpeg`` plugin when both are installed;
