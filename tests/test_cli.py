@@ -465,3 +465,44 @@ def test_results_go_under_runs_in_the_current_folder_by_default(
     assert main([*args, "--no-progress"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["runs"]
     assert (tmp_path / "runs" / command / f"{command}-CartPole-v1-cpu.json").is_file()
+
+
+def test_play_refuses_a_video_it_could_not_write_before_the_rollout(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --video under a regular file (or a --motion there) is refused before any step, naming the file."""
+    _, folder = ppo_run
+    ckpt = str(folder / "ckpt" / "model_3.pt")
+    (tmp_path / "notes.txt").write_text("")
+    under_file = tmp_path / "notes.txt" / "play.gif"
+    assert main(["play", ckpt, "--steps", "3", "--video", str(under_file), "--device", "cpu"]) == 2
+    out, err = capsys.readouterr()
+    assert "episodes ended" not in out and f"{str(tmp_path / 'notes.txt')!r} is a file" in err
+
+
+def test_play_refuses_a_policy_of_another_action_width(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy whose action width is not the task's is refused with a message, not a traceback."""
+    _, folder = ppo_run
+    ckpt = torch.load(folder / "ckpt" / "model_3.pt", weights_only=False)
+    agent, meta = ckpt["agent"], ckpt["policy"]
+    last = max(int(k.split(".")[1]) for k in agent if k.startswith("actor.") and k.endswith(".weight"))
+    for name in ("weight", "bias"):
+        agent[f"actor.{last}.{name}"] = torch.cat([agent[f"actor.{last}.{name}"]] * 2)
+    meta["action_low"], meta["action_high"] = [-1.0, -1.0], [1.0, 1.0]
+    torch.save(ckpt, tmp_path / "wide.pt")
+    assert main(["play", str(tmp_path / "wide.pt"), "--steps", "2", "--no-video", "--device", "cpu"]) == 2
+    assert "the checkpoint's policy outputs 2 actions, " in capsys.readouterr().err
+
+
+def test_export_does_not_overwrite_a_checkpoint_named_policy_pt(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exporting into the folder of a checkpoint named policy.pt is refused; the checkpoint is unchanged."""
+    _, folder = ppo_run
+    ckpt = tmp_path / "policy.pt"
+    ckpt.write_bytes((folder / "ckpt" / "model_3.pt").read_bytes())
+    before = ckpt.read_bytes()
+    assert main(["export", str(ckpt), "--out", str(tmp_path), "--formats", "torchscript"]) == 2
+    assert "would overwrite the checkpoint" in capsys.readouterr().err and ckpt.read_bytes() == before

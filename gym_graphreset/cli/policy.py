@@ -156,6 +156,16 @@ def play(args: argparse.Namespace) -> int:
     if width != policy.obs_dim:
         env.close()
         return usage_error(f"the checkpoint's policy reads {policy.obs_dim} observation columns, {env_id} has {width}")
+    action_shape = tuple(env.single_action_space.shape or ())
+    if action_shape != (policy.act_dim,):
+        env.close()
+        return usage_error(
+            f"the checkpoint's policy outputs {policy.act_dim} actions, {env_id} takes actions of shape {action_shape}"
+        )
+    targets = _check_targets(args, env_id, env.unwrapped)
+    if isinstance(targets, str):
+        env.close()
+        return usage_error(targets)
     view = None if args.no_video else _renderer(env, worlds, args.camera_distance)
     frames = [view.frame()] if view is not None else []
     returns = torch.zeros(args.num_envs, device=device)
@@ -184,13 +194,28 @@ def play(args: argparse.Namespace) -> int:
     if frames:
         from gym_graphreset.envs.mjwarp.rendering import save_video
 
-        path = args.video or Path("runs") / f"play-{env_id.split('/')[-1]}.mp4"
         physics: Any = env.unwrapped  # a MuJoCo Warp env: it rendered
-        written = save_video(frames, path, fps=1.0 / float(physics.dt))
+        written = save_video(frames, targets, fps=1.0 / float(physics.dt))
         if written is not None:
             print(f"wrote {written} ({len(frames)} frames of worlds {worlds})")
     env.close()
     return 0
+
+
+def _check_targets(args: argparse.Namespace, env_id: str, physics: Any) -> Path | str:
+    """The video path (checked: a writable place, a GIF's fps) and the motion path, before the rollout; or why not."""
+    from gym_graphreset.envs.mjwarp import MJWarpVectorEnv
+    from gym_graphreset.envs.mjwarp.rendering import check_output_path, check_video_target
+
+    video = args.video or Path("runs") / f"play-{env_id.split('/')[-1]}.mp4"
+    try:
+        if args.motion is not None:
+            check_output_path(args.motion, "--motion")
+        if args.no_video or not isinstance(physics, MJWarpVectorEnv):  # only a MuJoCo Warp env renders
+            return video
+        return check_video_target(video, 1.0 / float(physics.dt), "--video")
+    except (TypeError, ValueError) as exc:
+        return str(exc)
 
 
 def _env_kwargs(recorded: dict[str, Any], model_xml: Path | None, checkpoint: Path) -> dict[str, Any] | str:
@@ -273,6 +298,14 @@ def export(args: argparse.Namespace) -> int:
     policy = _load(args)
     if isinstance(policy, str):
         return usage_error(policy)
+    names = {"onnx": "policy.onnx", "torchscript": "policy.pt"}
+    for kind in formats:
+        target = args.out / names[kind]
+        if target.exists() and target.resolve() == args.checkpoint.resolve():
+            return usage_error(
+                f"--out {str(args.out)!r}: the {kind} export would overwrite the checkpoint {str(args.checkpoint)!r} "
+                "(it is named policy.pt there); give another --out"
+            )
     for kind in formats:
         if kind == "onnx":
             try:

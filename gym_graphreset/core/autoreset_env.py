@@ -159,6 +159,46 @@ class FixedShapeAutoresetVectorEnv(VectorWrapper):
         """``AutoresetMode.SAME_STEP``, as an attribute too (Gymnasium's vector envs and TorchRL read it)."""
         return AutoresetMode.SAME_STEP
 
+    # ------------------------------------------------------------------ copies
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The wrapper's state for ``copy.deepcopy`` and ``pickle`` (its call guard copies as a fresh one).
+
+        Raises:
+            RuntimeError: While a step or reset of this env runs (its state is half-way), or once a CUDA
+                graph was captured (a graph cannot be copied; copy the env before its first step, or build
+                another).
+        """
+        name = type(self).__name__
+        if not self._guard.idle:
+            raise RuntimeError(f"{name} cannot be copied or pickled from inside its own step() or reset()")
+        if self.graph is not None:
+            raise RuntimeError(
+                f"{name} cannot be copied or pickled once it captured a CUDA graph (a graph is not copyable): "
+                "copy it before its first step, or build another env"
+            )
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Take a copy's state; an open copy claims its inner env and terms as a new wrapper does.
+
+        Raises:
+            ValueError: A shallow copy (``copy.copy``): it would step the original's inner env.
+        """
+        self.__dict__.update(state)
+        if self._closed:
+            return
+        try:
+            claim_inner_env(self, self.env)
+        except ValueError as err:
+            raise ValueError(
+                f"a shallow copy (copy.copy) of {type(self).__name__} would step the same inner env as the "
+                "original; use copy.deepcopy (or pickle) for an independent copy"
+            ) from err
+        claim_terms(self, self._parts.terms)
+        record_inner_env(self, self.env)
+        record_terms(self, self._parts.terms)
+
     # ------------------------------------------------------------------ construction
 
     def _build(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from gym_graphreset.core.participants import Participants
 
@@ -57,6 +58,13 @@ class CallGuard:
     def idle(self) -> bool:
         """No call is running."""
         return self._running is None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Nothing: a copy (``copy.deepcopy``, ``pickle``) gets a fresh, idle guard with a lock of its own."""
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
 
     @contextmanager
     def enter(self, call: str) -> Iterator[None]:

@@ -9,6 +9,11 @@ All 64 bits of the seed and of the env index count. The low words go through the
 words key its rounds (a key XOR-ed in after each round's add, zero when the high words are), so a seed
 or an env index of ``2**32`` or more never replays a smaller one, and below ``2**32`` every value is
 what it was without the keys.
+
+The stream keys the rounds too, by a hash of its own (``lowbias32(stream * K)``, zero only for stream 0),
+so seed and stream are independent: no seed's draws are another seed's draws of a stream (with the
+stream XOR-ed into the seed word, ``(seed s, stream k)`` drew what ``(seed s ^ k, stream 0)`` drew), and
+no two streams of seeds below ``2**32`` share a key. Stream 0 (the engine's reset draws) is unchanged.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ _M2 = 0x846CA68B
 _GOLDEN = 0x9E3779B9
 _K_SEED = 0x5BD1E995  # odd: multiplying by it mod 2**32 is a bijection with 0 -> 0
 _K_ENV = 0xCC9E2D51
+_K_STREAM = 0x1B873593  # odd: a bijection on streams mod 2**32, 0 -> 0
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -71,6 +77,22 @@ def _high_key(x: torch.Tensor, k: int) -> torch.Tensor:
     return _mul32((x >> 32) & _MASK32, k)
 
 
+def _stream_key(stream: int) -> int:
+    """The round key of ``stream`` (a Python int: the same for every row): ``lowbias32(stream * K)``, 0 iff stream 0."""
+    x = (int(stream) * _K_STREAM) & _MASK32
+    x ^= x >> 16
+    x = (x * _M1) & _MASK32
+    x ^= x >> 15
+    x = (x * _M2) & _MASK32
+    return x ^ (x >> 16)
+
+
+def _chain_start(seed: torch.Tensor, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chain's first value (from the seed's two words) and the seed-and-stream key of every round."""
+    seed_key = _high_key(seed, _K_SEED) ^ _stream_key(stream)
+    return _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32)), seed_key
+
+
 def hash_keys(
     seed: torch.Tensor, env_ids: torch.Tensor, episode: torch.Tensor, draws: torch.Tensor, stream: int
 ) -> torch.Tensor:
@@ -81,11 +103,11 @@ def hash_keys(
         env_ids: int64 ``(n,)`` global env indices.
         episode: int64 ``(n,)`` episode index of each row (its low 32 bits count).
         draws: int64 ``(k,)`` draw indices within the episode.
-        stream: a small int separating independent uses (e.g. qpos noise vs qvel noise).
+        stream: an int separating independent uses (e.g. qpos noise vs qvel noise); it keys every round
+            (its low 32 bits count), independently of the seed.
     """
-    seed_key = _high_key(seed, _K_SEED)  # keys every round: a high seed word is never undone by a low one
+    h, seed_key = _chain_start(seed, stream)  # the key: a high seed word or a stream is never undone by a low word
     row_key = seed_key ^ _high_key(env_ids, _K_ENV)
-    h = _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32) ^ stream)
     h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
     h = _combine(h, episode, row_key)
     return _combine(h.unsqueeze(-1), draws.unsqueeze(0), row_key.unsqueeze(-1))
@@ -207,9 +229,8 @@ def step_bits(
     (episode, step) pairs share their hash input, and every pair with ``0 <= episode, step < 2**16`` keeps
     the words of ``counter_bits(..., episode * 65536 + step, ...)`` (recorded rollouts still hold).
     """
-    seed_key = _high_key(seed, _K_SEED)
+    h, seed_key = _chain_start(seed, stream)
     row_key = seed_key ^ _high_key(env_ids, _K_ENV)
-    h = _mix32((seed & _MASK32) ^ _mix32((seed >> 32) & _MASK32) ^ stream)
     h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
     h = _combine(h, ((episode & _LOW16) << 16) | (step & _LOW16), row_key)
     episode_high, step_high = episode >> 16, step >> 16  # arithmetic shifts: -1 stays -1 (not zero)

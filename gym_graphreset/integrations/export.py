@@ -204,10 +204,48 @@ def _from_ppo(ckpt: Mapping[str, Any], where: str) -> DeterministicPolicy:
     return DeterministicPolicy(mlp, shift, scale, meta["norm_clip"], low, high, source)
 
 
+SUPPORTED_RSL_RL_DISTRIBUTIONS = ("GaussianDistribution",)
+"""rsl_rl action heads :func:`load_policy` rebuilds exactly: one mean per action (a state-independent std)."""
+
+
+def _check_rsl_rl_actor(actor: Mapping[str, Any], cfg: Mapping[str, Any], where: str) -> None:
+    """Refuse, by name, an rsl_rl actor that an MLP with an action-mean output cannot represent exactly.
+
+    rsl_rl 5's ``RNNModel`` (LSTM/GRU: ``rnn.*`` weights) and ``CNNModel`` (``cnn.*``) have layers the rebuilt
+    MLP would drop; ``HeteroscedasticGaussianDistribution`` and ``BetaDistribution`` heads output two values
+    per action (mean and std, or alpha and beta), which the rebuilt MLP would take as twice the actions.
+    """
+    actor_cfg = cfg.get("actor") or {}
+    model = actor_cfg.get("class_name")
+    recurrent = sorted({k.split(".")[0] for k in actor if k.split(".")[0] in ("rnn", "cnn")})
+    if recurrent or (model is not None and model != "MLPModel"):
+        kind = model or {"rnn": "RNNModel", "cnn": "CNNModel"}[recurrent[0]]
+        detail = f" ({actor_cfg['rnn_type'].upper()})" if kind == "RNNModel" and "rnn_type" in actor_cfg else ""
+        raise ValueError(
+            f"{where}: the actor is an rsl_rl {kind}{detail} (`{recurrent[0] if recurrent else kind}` layers); "
+            "load_policy and export rebuild only an MLPModel actor and would drop them: not supported"
+        )
+    dist_cfg = actor_cfg.get("distribution_cfg", "unrecorded")
+    dist = dist_cfg.get("class_name") if isinstance(dist_cfg, Mapping) else None
+    if dist is not None and dist not in SUPPORTED_RSL_RL_DISTRIBUTIONS:
+        raise ValueError(
+            f"{where}: the actor's action head is an rsl_rl {dist}, which outputs two values per action: not "
+            f"supported (load_policy and export support {list(SUPPORTED_RSL_RL_DISTRIBUTIONS)}, an action mean)"
+        )
+    has_std = any(k.startswith("distribution.") and "std" in k for k in actor)
+    if not has_std and dist_cfg is not None:  # a recorded distribution_cfg of None: a deterministic actor
+        raise ValueError(
+            f"{where}: the actor has no state-independent std (`distribution.std_param` / `log_std_param`): its "
+            "head is not an rsl_rl GaussianDistribution (a HeteroscedasticGaussianDistribution or BetaDistribution "
+            "outputs two values per action), which load_policy and export cannot represent: not supported"
+        )
+
+
 def _from_rsl_rl(ckpt: Mapping[str, Any], activation: str | None, where: str) -> DeterministicPolicy:
     actor = ckpt["actor_state_dict"]
     infos = ckpt.get("infos") or {}
     cfg = infos.get("rl_cfg") or {}
+    _check_rsl_rl_actor(actor, cfg, where)
     activation = activation or cfg.get("actor", {}).get("activation", "elu")
     groups = tuple(cfg.get("obs_groups", {}).get("actor", ("policy",)))
     mlp = _mlp(actor, "mlp.", activation, where)
@@ -246,7 +284,9 @@ def load_policy(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: the file is neither format, or its actor is not an MLP with an action-mean output.
+        ValueError: the file is neither format, or its actor is not an MLP with an action-mean output (an
+            rsl_rl ``RNNModel`` or ``CNNModel``, a ``HeteroscedasticGaussianDistribution`` or
+            ``BetaDistribution`` head: refused by name, before anything is written).
     """
     path = Path(path)
     if not path.is_file():

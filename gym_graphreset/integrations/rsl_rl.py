@@ -47,7 +47,72 @@ from gym_graphreset.integrations.common import (
     observation_groups,
 )
 
-__all__ = ["DeviceEpisodeLogger", "FinalObsPPO", "RslRlVecEnv", "SyncFreeOnPolicyRunner", "episode_reward_extras"]
+__all__ = [
+    "DeviceEpisodeLogger",
+    "FinalObsPPO",
+    "RslRlVecEnv",
+    "StepLog",
+    "SyncFreeOnPolicyRunner",
+    "episode_reward_extras",
+]
+
+
+class StepLog(dict[str, Any]):
+    """``extras["log"]`` of one step: a dict whose NaN entries are left out when it is read as a mapping.
+
+    A per-step mean is NaN while nothing it averages has happened yet (``/episode/mean_return`` before
+    the first episode ends). Deciding that in the step would read the host, so the dict keeps the 0-d
+    device tensors and decides when it is read as a mapping (iterated, ``in``-tested, ``keys()``,
+    ``items()``): rsl_rl's logger does that once per iteration, when it logs (its step already read the
+    host), so it never logs NaN. Indexing gives the value as it is (NaN included).
+    """
+
+    _nan: set[str] | None = None
+
+    def _hidden(self) -> set[str]:
+        """The keys of NaN 0-d entries: one host read of them all, the first time the dict is read as a mapping."""
+        if self._nan is None:
+            entries = {k: v for k, v in dict.items(self) if isinstance(v, torch.Tensor) and v.dim() == 0}
+            entries = {k: v for k, v in entries.items() if v.is_floating_point()}
+            nan = torch.stack([v.isnan() for v in entries.values()]).tolist() if entries else []
+            self._nan = {k for k, is_nan in zip(entries, nan, strict=True) if is_nan}
+        return self._nan
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        if self._nan is not None:  # the value written is shown (rsl_rl's logger rewrites each as a 1-d tensor)
+            self._nan.discard(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """As ``dict.update``; NaN entries are found again at the next read."""
+        dict.update(self, *args, **kwargs)
+        self._nan = None
+
+    def __ior__(self, other: Any) -> StepLog:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+    def __iter__(self) -> Any:
+        hidden = self._hidden()
+        return iter([k for k in dict.__iter__(self) if k not in hidden])
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) and key not in self._hidden()
+
+    def __len__(self) -> int:
+        return len(list(iter(self)))
+
+    def keys(self) -> Any:
+        """The keys whose values are not NaN."""
+        return list(iter(self))
+
+    def items(self) -> Any:
+        """The entries whose values are not NaN."""
+        return [(k, dict.__getitem__(self, k)) for k in iter(self)]
+
+    def values(self) -> Any:
+        """The values that are not NaN."""
+        return [dict.__getitem__(self, k) for k in iter(self)]
 
 
 def episode_reward_extras(log: RewardTermLog, clear: bool = True) -> dict[str, torch.Tensor]:
@@ -175,7 +240,7 @@ class RslRlVecEnv(VecEnv):
         extras = {
             "time_outs": truncated & ~terminated,
             "final_obs": final,
-            "log": self.log.update(reward, dones, info),
+            "log": StepLog(self.log.update(reward, dones, info)),
         }
         if self.reward_terms is not None and self.episode_reward_every is not None:
             self.reward_terms.add(info, dones)
@@ -256,7 +321,7 @@ class DeviceEpisodeLogger(Logger):
             iteration, each episode counted once, and left out of an iteration where none ended. The
             stock logger averages the per-step values over the iteration's steps instead: a step where
             no row ended repeats the last means, so an episode counts once per step until the next one
-            ends, and the first iteration is NaN until an episode ends.
+            ends (the steps before the first episode ends are left out: :class:`StepLog`).
         **kwargs: rsl_rl's ``Logger`` keyword arguments.
     """
 
@@ -284,7 +349,8 @@ class DeviceEpisodeLogger(Logger):
             self.ep_extras.append(extras["episode"])
         elif "log" in extras:
             keys = () if self.episode_log is None else self.episode_log.KEYS  # logged exactly, per iteration
-            if rest := {k: v for k, v in extras["log"].items() if k not in keys}:
+            rest = StepLog({k: v for k, v in dict.items(extras["log"]) if k not in keys})  # read at log time
+            if dict.__len__(rest):
                 self.ep_extras.append(rest)
         self.cur_reward_sum += rewards
         self.cur_episode_length += 1
@@ -324,13 +390,14 @@ class SyncFreeOnPolicyRunner(OnPolicyRunner):
 
     Same arguments as ``OnPolicyRunner``. ``train_cfg["check_for_nan"]`` defaults to ``False`` here (the
     wrapper's deferred validation already checks observations and rewards on the device); set it to
-    ``True`` for rsl_rl's per-step check. :meth:`learn` called again continues the iteration count (stock
-    rsl_rl leaves ``current_learning_iteration`` at the last iteration run, so ``learn(1)`` in a loop would
-    run, log and save iteration 0 every time).
+    ``True`` for rsl_rl's per-step check. The default goes into a copy: the caller's ``train_cfg`` is not
+    changed (a stock ``OnPolicyRunner`` built from it later keeps rsl_rl's check). :meth:`learn` called again
+    continues the iteration count (stock rsl_rl leaves ``current_learning_iteration`` at the last iteration
+    run, so ``learn(1)`` in a loop would run, log and save iteration 0 every time).
     """
 
     def __init__(self, env: VecEnv, train_cfg: dict, log_dir: str | None = None, device: str = "cpu") -> None:
-        train_cfg.setdefault("check_for_nan", False)
+        train_cfg = {"check_for_nan": False, **train_cfg}
         super().__init__(env, train_cfg, log_dir=log_dir, device=device)
         self.logger = DeviceEpisodeLogger(
             log_dir=log_dir,

@@ -78,6 +78,24 @@ def torchrl_info(info: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _observation_groups(space: gym.Space[Any]) -> tuple[str, ...]:
+    """The group names of a ``Dict`` observation space (``()`` for one array), each group one ``Box``.
+
+    Raises:
+        ValueError: A group that is itself a ``Dict`` (a task group with ``concatenate=False``): TorchRL's
+            terminal reader takes one array per key, so that group's final observation would be lost.
+    """
+    if not isinstance(space, gym.spaces.Dict):
+        return ()
+    nested = [name for name, sub in space.spaces.items() if isinstance(sub, gym.spaces.Dict)]
+    if nested:
+        raise ValueError(
+            f"torchrl_env: observation group(s) {nested} are dicts of terms (concatenate=False); TorchRL reads a "
+            "done row's final observation as one array per group, so declare them with concatenate=True"
+        )
+    return tuple(space.spaces)
+
+
 class PublishedCopies(VectorWrapper):
     """Return copies of every tensor the env returns (step and reset), so a consumer may keep them.
 
@@ -95,6 +113,7 @@ class PublishedCopies(VectorWrapper):
             )
         super().__init__(env)
         self.device = env_device(env)
+        self.groups = _observation_groups(env.single_observation_space)
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
@@ -107,8 +126,25 @@ class PublishedCopies(VectorWrapper):
         return obs, torchrl_info(info)
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-        """Step the env; copies of its outputs (``final_obs`` included), the info flattened (:func:`torchrl_info`)."""
+        """Step the env; copies of its outputs (``final_obs`` included), the info flattened (:func:`torchrl_info`).
+
+        With observation groups (a ``Dict`` space) each group's final observation is handed to TorchRL's
+        terminal reader under the group's own name in ``final_info`` (the reader looks a ``Dict``
+        observation's final values up by key; under ``final_obs`` it would find none and put zeros in
+        ``("next", group)`` on done rows).
+        """
         obs, reward, terminated, truncated, info = tree_map(torch.clone, self.env.step(actions))
+        if self.groups and "final_obs" in info:
+            final_obs = info.pop("final_obs")
+            final_info = dict(info.get("final_info", {}))
+            for group in self.groups:
+                if group in final_info:
+                    raise ValueError(
+                        f"torchrl_env: observation group {group!r} has the name of an info entry; rename one "
+                        "(TorchRL reads a group's final observation from the info entry of its name)"
+                    )
+                final_info[group] = final_obs[group]
+            info["final_info"] = final_info
         return obs, reward, terminated, truncated, torchrl_info(info)
 
 

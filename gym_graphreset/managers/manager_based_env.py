@@ -376,6 +376,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     def _before_reset(self, mask: torch.Tensor) -> None:
         self.invalidate()  # a reset is a new phase: nothing in it reads a value cached before it
         self.curriculum_manager.reset(mask)
+        self.event_manager.reset(mask)  # event classes start the new episode before its reset events run
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
         self.recorder_manager.reset(mask)
@@ -391,6 +392,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         for sensor in self.sensors.values():
             sensor.reset(mask)
         self.reward_manager.reset(mask)
+        self.termination_manager.reset(mask)
         self.metric_manager.reset(mask)
         self.invalidate()
         self.observation_manager.reset(mask)

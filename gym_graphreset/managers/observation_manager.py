@@ -13,6 +13,7 @@ import torch
 from gym_graphreset.managers.binding import bind
 from gym_graphreset.managers.draws import DrawBlock
 from gym_graphreset.managers.history import CircularBuffer, DelayBuffer
+from gym_graphreset.managers.protocols import StatefulTerm
 from gym_graphreset.managers.terms import GaussianNoise, ObsGroup, ObsTerm, UniformNoise
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class _ObsTermState:
     def __init__(self, env: ManagerBasedEnv, group: str, name: str, term: ObsTerm, corrupt: bool, block: DrawBlock):
         self.name, self.term = name, term
         self.call = bind(env, term.func, term.params, f"observations[{group!r}][{name!r}]")
+        self.term_reset = self.call.reset if isinstance(self.call, StatefulTerm) else None
         sample = self.call()
         if not isinstance(sample, torch.Tensor) or sample.dim() != 2 or sample.shape[0] != env.num_envs:
             got = tuple(sample.shape) if isinstance(sample, torch.Tensor) else type(sample).__name__
@@ -83,6 +85,8 @@ class _ObsTermState:
         return x
 
     def restart(self, rows: torch.Tensor) -> None:
+        if self.term_reset is not None:
+            self.term_reset(rows)
         for buf in (self.delay, self.history):
             if buf is not None:
                 buf.restart(rows)
@@ -111,9 +115,12 @@ class ObservationManager:
             self.layout[gname] = cols
 
     def compute(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
-        """Every group's observation (``u``: the step-block draws).
+        """Every group's observation (``u``: the step-block draws), in tensors of its own.
 
         ``rows``: the mask of a reset: only those rows' delay and history buffers take this observation.
+        A returned tensor is never a buffer the env or a term writes later (the action, a view of the
+        state, a command, a history or delay ring): a concatenated group is a new tensor, and so is each
+        term of a group of terms (a copy when no clip made one), so what a step returned stays valid.
         """
         clip = self.env.cfg.obs_clip
         out: dict[str, Any] = {}
@@ -126,14 +133,16 @@ class ObservationManager:
                         value = value.clamp(-c, c)
             else:
                 value = {s.name: p for s, p in zip(states, parts, strict=True)}
-                for c in (group.clip, clip):
-                    if c is not None:
-                        value = {k: v.clamp(-c, c) for k, v in value.items()}
+                clips = [c for c in (group.clip, clip) if c is not None]
+                for c in clips:
+                    value = {k: v.clamp(-c, c) for k, v in value.items()}
+                if not clips:  # a term may hand out a live buffer (the action, a view of qvel, a ring): copy it
+                    value = {k: v.clone() for k, v in value.items()}
             out[gname] = value
         return out
 
     def reset(self, rows: torch.Tensor) -> None:
-        """The delay and history buffers of the rows of ``rows`` start over."""
+        """The delay and history buffers of the rows of ``rows`` start over; stateful term classes forget them."""
         for _, states in self.groups.values():
             for s in states:
                 s.restart(rows)

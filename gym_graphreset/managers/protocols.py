@@ -64,7 +64,11 @@ def check_command(where: str, command: object) -> None:
 
 @runtime_checkable
 class StatefulTerm(Protocol):
-    """A term object (reward, sensor...) with state per row, cleared at each reset through the mask."""
+    """A term object with state per row, cleared at each reset through the mask.
+
+    Every manager runs it: observation, reward, termination, metric and event term classes (an event's
+    before that reset's events run), and sensors.
+    """
 
     def reset(self, rows: torch.Tensor) -> None:
         """Clear the rows of ``rows`` (masked writes)."""

@@ -35,6 +35,15 @@ __all__ = [
 ]
 
 
+def stateful_resets(calls: list[Any]) -> list[Callable[[torch.Tensor], None]]:
+    """The ``reset(rows)`` of every bound term that is a :class:`~gym_graphreset.managers.protocols.StatefulTerm`.
+
+    A term class is built once per env; its per-row state must start over with each episode, so every
+    manager runs these at each reset, through the mask (no host read).
+    """
+    return [c.reset for c in calls if isinstance(c, StatefulTerm)]
+
+
 def _term_output(value: Any, n: int, where: str, func: Any, *, flag: bool = False) -> torch.Tensor:
     """A reward/metric (real, cast to float32) or termination (bool) term's ``(n,)`` result, checked.
 
@@ -177,7 +186,7 @@ class RewardManager:
         self.names = tuple(terms)
         self._funcs = [t.func for t in terms.values()]
         self._calls = [bind(env, t.func, t.params, f"rewards[{name!r}]") for name, t in terms.items()]
-        self._resets = [c.reset for c in self._calls if isinstance(c, StatefulTerm)]  # type: ignore[attr-defined]
+        self._resets = stateful_resets(self._calls)
         dev = env.device
         self.weights = torch.tensor([t.weight for t in terms.values()], dtype=torch.float32, device=dev) * env.step_dt
         self.episode_sums = torch.zeros(env.num_envs, len(self.names), device=dev)
@@ -234,6 +243,7 @@ class TerminationManager:
             [t.time_out for t in env.cfg.terminations.values()], dtype=torch.bool, device=env.device
         )
         self.flags = torch.zeros(env.num_envs, len(self.names), dtype=torch.bool, device=env.device)
+        self._resets = stateful_resets(self._calls)
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(terminated, truncated) ``(n,)`` bool of this step."""
@@ -252,6 +262,11 @@ class TerminationManager:
         terminated = (flags & ~self.time_out).any(dim=1)
         truncated = (flags & self.time_out).any(dim=1)
         return terminated, truncated
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Stateful term classes forget the rows of ``rows``."""
+        for reset in self._resets:
+            reset(rows)
 
 
 class EventManager:
@@ -279,6 +294,7 @@ class EventManager:
         self._step_block, self._reset_block = step_block, reset_block
         self.interval: list[tuple[str, Callable[..., Any], EventTerm, torch.Tensor]] = []
         self.timers: dict[str, torch.Tensor] = {}
+        self._resets = stateful_resets([call for _n, call, _w in self.startup + self.reset_events])
 
     def _bind(self, term: EventTerm, name: str) -> Callable[..., Any]:
         """The event's function bound to the env and its params; each call passes the rows and their draws.
@@ -309,6 +325,7 @@ class EventManager:
             call = self._bind(t, n)
             timer = torch.zeros(self.env.num_envs, device=self.env.device)
             self.interval.append((n, call, t, timer))
+            self._resets += stateful_resets([call])
             self.timers[n] = timer
             self._step_block.allocate(f"events.{n}", t.draws)
             self._step_block.allocate(f"events.{n}.timer", 1)
@@ -317,6 +334,11 @@ class EventManager:
         """Reset-block words of the interval timers (after the commands': the block's order)."""
         for n, _t in self._by_mode["interval"]:
             self._reset_block.allocate(f"events.{n}.timer", 1)
+
+    def reset(self, rows: torch.Tensor) -> None:
+        """Stateful event classes forget the rows of ``rows`` (before the reset events of their new episode)."""
+        for reset in self._resets:
+            reset(rows)
 
     def run_startup(self, rows: torch.Tensor, u: torch.Tensor) -> None:
         """Every startup event on the worlds of ``rows``; then ``set_const`` if one of them asks for it."""
@@ -402,6 +424,7 @@ class MetricManager:
         self._calls = [bind(env, t.func, t.params, f"metrics[{n!r}]") for n, t in env.cfg.metrics.items()]
         self._funcs = [t.func for t in env.cfg.metrics.values()]
         self.sums = torch.zeros(env.num_envs, len(self.names), device=env.device)
+        self._resets = stateful_resets(self._calls)
 
     def compute(self) -> None:
         """Add this step's values."""
@@ -420,5 +443,7 @@ class MetricManager:
         return {n: means[:, i] for i, n in enumerate(self.names)}
 
     def reset(self, rows: torch.Tensor) -> None:
-        """Zero the rows of ``rows``."""
+        """Zero the rows of ``rows``; stateful term classes forget them."""
         self.sums.copy_(torch.where(rows.unsqueeze(1), 0.0, self.sums))
+        for reset in self._resets:
+            reset(rows)

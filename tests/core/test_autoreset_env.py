@@ -999,3 +999,39 @@ def test_a_second_open_wrapper_over_one_inner_env_is_refused() -> None:
     first.close()
     second = FixedShapeAutoresetVectorEnv(inner, "masked")  # a closed wrapper releases its inner env
     second.reset(seed=0)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_wrapper_copies_into_an_independent_env(preset: str, how: str) -> None:
+    """copy.deepcopy and pickle of a wrapper over CartPole (every preset) give an env of its own, with a call guard
+    of its own, that steps as the original does (a captured graph is not copyable: copied before the first step)."""
+    import copy
+    import pickle
+
+    from tests.conftest import preset_device
+
+    device = preset_device(preset)
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(4, device=device, max_episode_steps=6), preset)
+    env.reset(seed=0)
+    if device.type == "cpu":
+        for t in range(3):
+            env.step(torch.tensor([t % 2, 1, 0, 1], device=device))
+    twin = copy.deepcopy(env) if how == "deepcopy" else pickle.loads(pickle.dumps(env))
+    assert twin._guard is not env._guard and twin.env is not env.env
+    for t in range(8):  # through resets
+        a = torch.tensor([1, t % 2, 0, 1], device=device)
+        mine, theirs = env.step(a), twin.step(a)
+        for x, y in zip(mine[:4], theirs[:4], strict=True):
+            assert torch.equal(x, y)
+    twin.close()
+    env.close()
+
+
+def test_a_shallow_copy_is_refused_by_name() -> None:
+    """copy.copy would step the original's inner env (as a second wrapper over it would): refused, naming deepcopy."""
+    import copy
+
+    env = FixedShapeAutoresetVectorEnv(CartPoleVectorEnv(2), "masked")
+    with pytest.raises(ValueError, match=re.escape("a shallow copy (copy.copy) of FixedShapeAutoresetVectorEnv")):
+        copy.copy(env)
+    env.close()

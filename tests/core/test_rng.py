@@ -65,39 +65,41 @@ def _mix(x: int) -> int:
 def _ref_hash(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
     """lowbias32 keyed by (seed, stream, env, episode, draw), in Python's unbounded ints: the reference.
 
-    The high words of the seed and the env index key the rounds (zero keys below ``2**32``).
+    The high words of the seed and the env index, and the stream (hashed), key the rounds (zero keys below
+    ``2**32`` on stream 0).
     """
 
     def combine(h: int, v: int, key: int) -> int:
         return _mix((((h ^ (v & MASK)) + 0x9E3779B9) & MASK) ^ key)
 
-    seed_key = (((seed >> 32) & MASK) * 0x5BD1E995) & MASK
+    stream_key = _mix((stream * 0x1B873593) & MASK)
+    seed_key = ((((seed >> 32) & MASK) * 0x5BD1E995) & MASK) ^ stream_key
     row_key = seed_key ^ ((((env >> 32) & MASK) * 0xCC9E2D51) & MASK)
-    h = _mix((seed & MASK) ^ _mix((seed >> 32) & MASK) ^ stream)
+    h = _mix((seed & MASK) ^ _mix((seed >> 32) & MASK))
     return combine(combine(combine(h, env, seed_key), episode, row_key), draw, row_key)
 
 
-def _hash_below_2_32(seed: int, env: int, episode: int, draw: int, stream: int) -> int:
-    """The hash as it is for a seed and env index below ``2**32`` (no keys): these values are pinned."""
+def _hash_below_2_32(seed: int, env: int, episode: int, draw: int) -> int:
+    """The hash of stream 0 for a seed and env index below ``2**32`` (no keys): these values are pinned."""
 
     def combine(h: int, v: int) -> int:
         return _mix(((h ^ (v & MASK)) + 0x9E3779B9) & MASK)
 
-    return combine(combine(combine(_mix(seed ^ stream), env), episode), draw)
+    return combine(combine(combine(_mix(seed), env), episode), draw)
 
 
 @pytest.mark.parametrize("seed", [0, 1234, 2**32 - 1, 2**40 + 7, 2**63 - 1, -(2**63)])
 @pytest.mark.parametrize("stream", [0, 1000])
 def test_hash_matches_the_reference_bit_for_bit(seed: int, stream: int) -> None:
     """The int64 tensor hash is lowbias32 exactly: any change to the arithmetic changes every draw; below
-    ``2**32`` (seed and env index) it is the keyless chain, value for value."""
+    ``2**32`` (seed and env index) stream 0 is the keyless chain, value for value."""
     env_ids = torch.tensor([0, 1, 4095, 2**31 + 5, 2**32, 2**62 + 3])
     episode = torch.tensor([-1, 0, 7, 2**33, 5, 1])  # -1: before the first reset
     got = hash_keys(torch.tensor(seed), env_ids, episode, torch.arange(3), stream)
     rows = list(zip(env_ids.tolist(), episode.tolist(), strict=True))
     assert got.tolist() == [[_ref_hash(seed % 2**64, e, p, d, stream) for d in range(3)] for e, p in rows]
-    if 0 <= seed < 2**32:
-        small = [[_hash_below_2_32(seed, e, p, d, stream) for d in range(3)] for e, p in rows if e < 2**32]
+    if 0 <= seed < 2**32 and stream == 0:
+        small = [[_hash_below_2_32(seed, e, p, d) for d in range(3)] for e, p in rows if e < 2**32]
         assert got[: len(small)].tolist() == small
 
 
@@ -120,6 +122,31 @@ def test_high_words_never_replay_a_smaller_seed_or_env() -> None:
     for seed in (2**63, 2**64 + 1, 2**64 + 2**63 + 1, 2**127 + 1):
         assert not torch.equal(bits(seed, ids), bits(1, ids)), seed
     assert fold_seed(2**64 - 1) == -1 and fold_seed(2**63) == -(2**63)  # every bit below 2**64 kept
+
+
+@pytest.mark.parametrize("stream", [1, 2, 10, 20, 1000, 2048 + 20])
+@pytest.mark.parametrize("seed", [0, 1, 1234, 2**31 + 7])
+def test_seed_and_stream_are_independent(seed: int, stream: int) -> None:
+    """Stream ``k`` of seed ``s`` is not stream 0 of seed ``s ^ k`` (nor of ``s + k``, ``s - k``), nor stream ``k'``
+    of another seed with the same ``s ^ k``: a seed's reset draws are no other seed's draws of a named stream."""
+    ids, ep = _ids(16)
+    draws = torch.arange(4)
+
+    def bits(s: int, k: int) -> torch.Tensor:
+        return hash_keys(torch.tensor(s), ids, ep, draws, k)
+
+    mine = bits(seed, stream)
+    for other in {seed ^ stream, seed + stream, abs(seed - stream)}:
+        assert not torch.equal(mine, bits(other, 0)), (seed, stream, other)
+        assert not (mine.unsqueeze(-1) == bits(other, 0).flatten()).any(dim=-1).all(), "a shifted copy"
+    assert not torch.equal(mine, bits(seed ^ stream ^ (stream + 1), stream + 1))  # the same seed ^ stream
+
+
+def test_stream_zero_is_unchanged() -> None:
+    """Stream 0 (the engine's reset draws, which recorded rollouts hold) keeps the keyless chain's values."""
+    ids, ep = _ids(4)
+    got = hash_keys(torch.tensor(1234), ids, ep, torch.arange(2), 0)
+    assert got.tolist() == [[_hash_below_2_32(1234, e, 0, d) for d in range(2)] for e in range(4)]
 
 
 def test_seed_above_32_bits_matters() -> None:

@@ -130,3 +130,57 @@ def test_load_policy_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     torch.save({"weights": torch.zeros(2)}, tmp_path / "bad.pt")
     with pytest.raises(ValueError, match=re.escape("must be a PPO example checkpoint")):
         load_policy(tmp_path / "bad.pt")
+
+
+def _rsl_rl_actor(kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An rsl_rl 5 actor of ``kind`` (its state dict) and its recorded actor config."""
+    pytest.importorskip("rsl_rl", reason="rsl_rl is the optional `rsl_rl` extra")
+    from rsl_rl.models import MLPModel, RNNModel
+    from tensordict import TensorDict
+
+    obs = TensorDict({"policy": torch.zeros(2, 5)}, batch_size=[2])
+    gauss = {"class_name": "GaussianDistribution", "init_std": 1.0}
+    cfgs: dict[str, tuple[type, dict[str, Any]]] = {
+        "lstm": (RNNModel, {"rnn_type": "lstm", "rnn_hidden_dim": 8, "distribution_cfg": gauss}),
+        "gru": (RNNModel, {"rnn_type": "gru", "rnn_hidden_dim": 8, "distribution_cfg": gauss}),
+        "heteroscedastic": (
+            MLPModel,
+            {"distribution_cfg": {"class_name": "HeteroscedasticGaussianDistribution", "init_std": 1.0}},
+        ),
+        "beta": (MLPModel, {"distribution_cfg": {"class_name": "BetaDistribution"}}),
+    }
+    cls, kwargs = cfgs[kind]
+    model = cls(obs, {"actor": ["policy"]}, "actor", 3, hidden_dims=[16], **kwargs)
+    return model.state_dict(), {"class_name": cls.__name__, "hidden_dims": [16], **kwargs}
+
+
+REFUSED = {
+    "lstm": "the actor is an rsl_rl RNNModel",
+    "gru": "the actor is an rsl_rl RNNModel",
+    "heteroscedastic": "HeteroscedasticGaussianDistribution",
+    "beta": "BetaDistribution",
+}
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["with-config", "weights-only"])
+@pytest.mark.parametrize("kind", list(REFUSED))
+def test_an_actor_export_cannot_represent_is_refused_by_name(
+    tmp_path: Path, kind: str, recorded: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recurrent (LSTM/GRU) actor, or a head with two values per action (heteroscedastic Gaussian, Beta), would be
+    rebuilt as a plain MLP (its recurrent layer dropped, or twice the actions): load_policy refuses it by name, and
+    `export` exits 2 having written nothing (with the config recorded or not)."""
+    from gym_graphreset.cli import main
+
+    weights, actor_cfg = _rsl_rl_actor(kind)
+    infos = {"rl_cfg": {"actor": actor_cfg, "obs_groups": {"actor": ["policy"]}}} if recorded else None
+    path = tmp_path / "model.pt"
+    torch.save({"actor_state_dict": weights, "iter": 1, "infos": infos}, path)
+    unnamed = "no state-independent std" if kind in ("heteroscedastic", "beta") else "RNNModel"
+    with pytest.raises(ValueError, match=re.escape(REFUSED[kind] if recorded else unnamed)):
+        load_policy(path)
+    out = tmp_path / "exported"
+    assert main(["export", str(path), "--out", str(out), "--formats", "torchscript"]) == 2
+    captured = capsys.readouterr()
+    assert "checked" not in captured.out and "not supported" in captured.err
+    assert not out.exists() or not any(out.iterdir())

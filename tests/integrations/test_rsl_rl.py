@@ -5,6 +5,7 @@ save/load/export, and a short training run that improves, on every CPU preset.""
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from rsl_rl.runners import OnPolicyRunner
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
 from gym_graphreset.integrations.rsl_rl import FinalObsPPO, RslRlVecEnv, SyncFreeOnPolicyRunner
 from gym_graphreset.testing.host_reads import count_host_reads
-from tests.conftest import Recorder, preset_device, scripted_env
+from tests.conftest import Recorder, ScriptedVectorEnv, preset_device, scripted_env
 
 N = 8
 
@@ -131,7 +132,9 @@ def test_sync_free_runner_makes_no_host_read_per_rollout_step(preset: str, tmp_p
     ours = [_rollout_reads(SyncFreeOnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
     stock = [_rollout_reads(OnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
     assert ours[1] == ours[0]
-    assert stock[1] - stock[0] == 4 * 8  # per step: its NaN check (3 here: one group, rewards, dones), its logger (5)
+    # per step: its NaN check (3 here: one group, rewards, dones), its logger (5), and at log time one read of the
+    # step's extras["log"] (whether its means are NaN: such a step is left out, StepLog)
+    assert stock[1] - stock[0] == 4 * 9
 
 
 def test_episode_log_is_the_done_row_mean(preset: str) -> None:
@@ -340,3 +343,40 @@ def test_load_policy_reads_rsl_rls_checkpoint_as_its_inference_policy(tmp_path: 
     assert check.max_abs_diff is not None and check.max_abs_diff < 1e-5
     with pytest.raises(ValueError, match=re.escape("`activation` must be one of")):
         load_policy(tmp_path / "model.pt", activation="swoosh")
+
+
+def test_sync_free_runner_leaves_the_caller_s_config_unchanged() -> None:
+    """SyncFreeOnPolicyRunner's check_for_nan=False default goes into a copy: a stock OnPolicyRunner built later
+    from the same dict keeps rsl_rl's NaN check."""
+    env = RslRlVecEnv(scripted("masked"), seed=0, max_episode_length=64)
+    cfg = train_cfg()
+    before = copy.deepcopy(cfg)
+    runner = SyncFreeOnPolicyRunner(env, cfg, log_dir=None, device="cpu")
+    assert runner.cfg["check_for_nan"] is False
+    assert "check_for_nan" not in cfg and cfg.keys() == before.keys()
+
+
+def test_stock_runner_logs_no_nan_before_the_first_episode_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the stock OnPolicyRunner an iteration in which no episode ended logs no episode means (NaN before), and
+    one in which some ended logs finite ones; indexing extras["log"] still gives the step's value."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    logged: list[tuple[str, float]] = []
+    monkeypatch.setattr(
+        SummaryWriter, "add_scalar", lambda self, tag, value, step=None, *a, **k: logged.append((tag, float(value)))
+    )
+    term = torch.zeros(40, N, dtype=torch.bool)
+    term[6:, 0] = True  # the first episode ends at the 7th step: none in the first iteration (4 steps)
+    inner = FixedShapeAutoresetVectorEnv(ScriptedVectorEnv(N, term, torch.zeros_like(term), "cpu"), "masked")
+    env = RslRlVecEnv(inner, seed=0, max_episode_length=64)
+    _, _, _, extras = env.step(torch.zeros(N, 3))
+    assert "/episode/mean_return" not in extras["log"] and "/episode/mean_return" not in list(extras["log"])
+    assert math.isnan(float(extras["log"]["/episode/mean_return"]))
+    runner = OnPolicyRunner(env, train_cfg(num_steps=4), log_dir=str(tmp_path), device="cpu")
+    runner.learn(3)
+    episode = [(tag, value) for tag, value in logged if tag.startswith("/episode/")]
+    assert all(math.isfinite(value) for _, value in logged), [e for e in logged if not math.isfinite(e[1])]
+    assert {tag for tag, _ in episode} == {"/episode/mean_return", "/episode/mean_length"}
+    assert len(episode) == 2 * 2  # iterations 2 and 3 (episodes ended), not iteration 1

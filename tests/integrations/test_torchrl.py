@@ -150,3 +150,70 @@ def test_torchrl_info_flattens_and_refuses_a_name_clash() -> None:
 def test_needs_same_step() -> None:
     with pytest.raises(ValueError, match=re.escape("torchrl_env needs a SAME_STEP vector env")):
         torchrl_env(CartPoleVectorEnv(2))
+
+
+def _task_with_two_groups(preset: str) -> FixedShapeAutoresetVectorEnv:
+    """The test biped's velocity task (``policy`` + ``critic`` groups): row 0 fails at its 3rd step, episodes time out
+    at their 4th (never all rows at once: TorchRL then resets the whole env)."""
+    pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
+    from gym_graphreset.tasks import ManagerBasedEnv, TerminationTerm, velocity_task
+    from tests.tasks.test_layer import ROBOT
+
+    def row0_fails(env: ManagerBasedEnv) -> torch.Tensor:
+        return (env.elapsed == 3) & (torch.arange(env.num_envs, device=env.device) == 0)
+
+    cfg = velocity_task(ROBOT).with_term("terminations", "row0_fails", TerminationTerm(row0_fails))
+    inner = ManagerBasedEnv(cfg, 3, device="cpu", max_episode_steps=4)
+    return FixedShapeAutoresetVectorEnv(inner, preset)
+
+
+class _GroupRecorder(VectorWrapper):
+    """Clones each step's observation groups, the true next ones (final on done rows) and the done mask."""
+
+    def __init__(self, env: FixedShapeAutoresetVectorEnv) -> None:
+        super().__init__(env)
+        self.records: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor]] = []
+
+    def step(self, actions):
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        done = terminated | truncated
+        final = info.get("final_obs", obs)
+        true_next = {g: torch.where(done.view(-1, 1), final[g], obs[g]) for g in obs}
+        self.records.append(({g: v.clone() for g, v in obs.items()}, true_next, done.clone()))
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize("preset", ["selected", "masked_persistent"])
+def test_done_rows_carry_every_group_s_final_observation(preset: str) -> None:
+    """With observation groups, ("next", group) on a done row is that group's final observation (failure and
+    time-out), and the next step's group is the new episode's first: every group, as for one array."""
+    env = _task_with_two_groups(preset)
+    env.reset(seed=0)
+    recorder = _GroupRecorder(env)
+    steps = 6
+    rollout = torchrl_env(recorder).rollout(steps, break_when_any_done=False)
+    expected = recorder.records[-steps:]
+    assert {"policy", "critic"} <= set(expected[0][0])
+    dones = torch.stack([done for _, _, done in expected])
+    assert dones[2].tolist() == [True, False, False] and dones[3].tolist() == [False, True, True], "fails, time-outs"
+    for t, (obs, true_next, _) in enumerate(expected):
+        for group in obs:
+            torch.testing.assert_close(rollout["next", group][:, t], true_next[group])
+            if t + 1 < steps:
+                torch.testing.assert_close(rollout[group][:, t + 1], obs[group])
+
+
+def test_a_group_of_terms_is_refused_by_name() -> None:
+    """A group with concatenate=False is a dict per row, which TorchRL's terminal reader cannot fill: refused."""
+    pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
+    from dataclasses import replace
+
+    from gym_graphreset.tasks import ManagerBasedEnv, velocity_task
+    from tests.tasks.test_layer import ROBOT
+
+    cfg = velocity_task(ROBOT)
+    critic = replace(cfg.observations["critic"], concatenate=False)
+    cfg = replace(cfg, observations={**cfg.observations, "critic": critic})
+    env = FixedShapeAutoresetVectorEnv(ManagerBasedEnv(cfg, 2, device="cpu"), "masked")
+    with pytest.raises(ValueError, match=re.escape("observation group(s) ['critic'] are dicts of terms")):
+        torchrl_env(env)

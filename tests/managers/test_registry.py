@@ -76,3 +76,22 @@ def test_a_non_task_is_refused_at_registration_and_at_make() -> None:
     register_task(ENV_ID, lambda: "not a task")  # type: ignore[arg-type, return-value]
     with pytest.raises(TypeError, match=re.escape("must be a TaskCfg or a function returning one, got str")):
         gym.make_vec(ENV_ID, 2, vectorization_mode="vector_entry_point", device="cpu")
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_make_vec_with_cfg_builds_that_task_in_place_of_the_registered_one() -> None:
+    """``make_vec(id, cfg=...)`` on a register_task id builds the given task (as the library's ids do), so
+    ``play --motion`` can rebuild it with its recorders instead of failing with a TypeError."""
+    from dataclasses import replace
+
+    from gym_graphreset import mdp
+    from gym_graphreset.tasks.tracking.motion_clips import robot_body_names
+
+    register_task(ENV_ID, velocity_task(ROBOT))
+    plain = gym.make_vec(ENV_ID, 2, vectorization_mode="vector_entry_point", device="cpu")
+    recorders = mdp.motion_recorders(robot_body_names(plain.mjm))
+    cfg = replace(plain.cfg, recorders=recorders, refresh="com")
+    plain.close()
+    env = gym.make_vec(ENV_ID, 2, vectorization_mode="vector_entry_point", device="cpu", cfg=cfg)
+    assert isinstance(env, ManagerBasedEnv) and env.cfg is cfg and set(env.recorder_manager.names) == set(recorders)
+    env.close()

@@ -266,3 +266,103 @@ def test_declared_terms_refuse_a_non_callable_and_a_non_bool_time_out() -> None:
         RewardTerm("upright", 1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=re.escape("`time_out` must be a bool, got 'yes'")):
         TerminationTerm(mdp.time_out, time_out="yes")  # type: ignore[arg-type]
+
+
+class _Counting:
+    """A term class with per-row state: how many times it was called for the row in the row's episode."""
+
+    built: list[_Counting] = []
+
+    def __init__(self, env: ManagerBasedEnv) -> None:
+        self.env = env
+        self.calls = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+        _Counting.built.append(self)
+
+    def count(self, rows: torch.Tensor | None = None) -> None:
+        self.calls.add_(1 if rows is None else rows.long())
+
+    def reset(self, rows: torch.Tensor) -> None:
+        self.calls.copy_(torch.where(rows, 0, self.calls))
+
+
+class _CountingObs(_Counting):
+    def __call__(self) -> torch.Tensor:
+        self.count(self.env.observed_rows)  # after a reset: the reset rows are observed
+        return self.calls.unsqueeze(1).float()
+
+
+class _CountingFlag(_Counting):
+    def __call__(self) -> torch.Tensor:
+        self.count()
+        return torch.zeros_like(self.calls, dtype=torch.bool)
+
+
+class _CountingMetric(_Counting):
+    def __call__(self) -> torch.Tensor:
+        self.count()
+        return self.calls.float()
+
+
+class _CountingEvent(_Counting):
+    def __call__(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        self.count()  # an interval event is called every step (``rows``: those that fire)
+
+
+class _CountingResetEvent(_Counting):
+    def __call__(self, rows: torch.Tensor, u: torch.Tensor) -> None:
+        self.count(rows)
+
+
+ADD_COUNTING_TERM = {
+    "observation": lambda c: c.with_obs("policy", "calls", ObsTerm(_CountingObs)),
+    "termination": lambda c: c.with_term("terminations", "never", TerminationTerm(_CountingFlag)),
+    "metric": lambda c: c.with_term("metrics", "calls", MetricTerm(_CountingMetric)),
+    "interval-event": lambda c: c.with_term(
+        "events", "tick", EventTerm(_CountingEvent, "interval", interval_range_s=(0.1, 0.2))
+    ),
+    "reset-event": lambda c: c.with_term("events", "tock", EventTerm(_CountingResetEvent, "reset")),
+}
+# Calls a reset makes of the term for each reset row (the other rows are not called).
+CALLS_IN_A_RESET = {"observation": 1, "termination": 0, "metric": 0, "interval-event": 0, "reset-event": 1}
+
+
+@pytest.mark.parametrize("kind", list(ADD_COUNTING_TERM))
+def test_every_term_class_forgets_the_rows_of_a_reset(kind: str) -> None:
+    """A term class of any kind (StatefulTerm) is reset through the mask: the reset rows start their count over,
+    the other rows keep theirs, so no per-row state leaks into the next episode."""
+    _Counting.built.clear()
+    env = _build(ADD_COUNTING_TERM[kind](user_task()))
+    (term,) = _Counting.built
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(torch.zeros(N, 2))
+    before = term.calls.clone()
+    in_reset = CALLS_IN_A_RESET[kind]
+    assert (before > in_reset).all() or kind == "reset-event"  # the state the reset must clear
+    env.reset(options={"reset_mask": torch.tensor([True, False])})
+    assert term.calls[0].item() == in_reset, f"the {kind} class kept the finished episode's state"
+    assert term.calls[1].item() == before[1].item()  # a row not reset keeps its state
+    env.close()
+
+
+def test_term_classes_reset_masked_equal_to_selected_with_no_host_read() -> None:
+    """Term classes of every kind, reset through the mask: the masked path returns what the selected one does
+    (their counts reach the observation and the metrics), and its steps read nothing on the host."""
+    from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
+
+    def task() -> TaskCfg:
+        cfg = user_task()
+        for add in ADD_COUNTING_TERM.values():
+            cfg = add(cfg)
+        return cfg
+
+    def factory(flags: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
+        return FixedShapeAutoresetVectorEnv(ManagerBasedEnv(task(), N, device="cpu", max_episode_steps=5), **flags)
+
+    gen = torch.Generator().manual_seed(0)
+    actions = [2.0 * torch.randn(N, 2, generator=gen) for _ in range(14)]
+    assert_masked_matches_selected(factory, actions, seed=3)
+    env = factory({"config": "masked"})
+    env.reset(seed=3)
+    assert_no_host_reads(lambda: [env.step(a) for a in actions])
+    env.close()

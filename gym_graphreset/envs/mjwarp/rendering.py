@@ -10,6 +10,7 @@ Gymnasium's video recorders, build the env with ``render_mode="rgb_array"`` inst
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,8 @@ __all__ = [
     "MAX_GIF_FPS",
     "RenderUnavailable",
     "WorldsView",
+    "check_output_path",
+    "check_video_target",
     "render_frames",
     "save_gif",
     "save_video",
@@ -50,6 +53,54 @@ def _check_positive(name: str, value: Any, high: float | None = None) -> float:
         accepted = "a finite number > 0" + (f" and <= {high:g}" if high is not None else "")
         raise ValueError(f"`{name}` must be {accepted}, got {value!r}")
     return float(value)
+
+
+def check_output_path(path: str | Path, what: str = "path") -> Path:
+    """``path`` (a ``str`` or ``os.PathLike``) as a ``Path`` a file can be written at, checked before any work.
+
+    Raises:
+        TypeError: ``path`` is neither a ``str`` nor an ``os.PathLike``.
+        ValueError: ``path`` is a directory, or one of its parents is a file (no folder can be made there).
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"`{what}` must be a str or os.PathLike, got {type(path).__name__} {path!r}")
+    out = Path(os.fspath(path))
+    if out.is_dir():
+        raise ValueError(f"`{what}` {str(out)!r} is a directory; give a file name")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"`{what}` {str(out)!r}: {str(parent)!r} is a file, so no folder can be made there")
+            break
+    return out
+
+
+def _mp4_encoder() -> bool:
+    try:
+        import imageio.v2  # noqa: F401
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def check_video_target(path: str | Path, fps: float, what: str = "path") -> Path:
+    """Where :func:`save_video` will write ``path`` at ``fps``, checked before any frame is made.
+
+    Raises:
+        TypeError, ValueError: As :func:`check_output_path`; and a GIF (any suffix but ``.mp4``, or an
+            ``.mp4`` without an encoder) above ``MAX_GIF_FPS`` frames per second.
+    """
+    out = check_output_path(path, what)
+    fps = _check_positive("fps", fps)
+    gif = out.suffix != ".mp4" or not _mp4_encoder()
+    if gif and fps > MAX_GIF_FPS:
+        encoder = "" if out.suffix != ".mp4" else " (no MP4 encoder is installed: pip install imageio imageio-ffmpeg)"
+        raise ValueError(
+            f"`{what}` {str(out)!r} would be a GIF at {fps:g} fps{encoder}; a GIF holds at most "
+            f"{MAX_GIF_FPS:g} frames per second (its frame delays are hundredths of a second): give an .mp4 path"
+        )
+    return out
 
 
 Policy = Callable[[Any], torch.Tensor]
@@ -155,15 +206,18 @@ def render_frames(
     return frames
 
 
-def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
+def save_gif(frames: list[np.ndarray], path: str | Path, fps: float = 25.0) -> bool:
     """Write ``frames`` as a looping GIF at ``fps``; returns ``False`` after a warning without Pillow.
 
     Raises:
-        ValueError: no frames, or ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``.
+        TypeError: ``path`` not a ``str`` or ``os.PathLike``.
+        ValueError: no frames, ``fps`` not a finite number in ``(0, MAX_GIF_FPS]``, or a path no file can be
+            written at (:func:`check_output_path`).
     """
     if not frames:
         raise ValueError("save_gif needs at least one frame")
     fps = _check_positive("fps", fps, MAX_GIF_FPS)
+    path = check_output_path(path)
     try:
         from PIL import Image
     except ImportError:
@@ -175,15 +229,17 @@ def save_gif(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> bool:
     return True
 
 
-def save_video(frames: list[np.ndarray], path: Path, fps: float = 25.0) -> Path | None:
+def save_video(frames: list[np.ndarray], path: str | Path, fps: float = 25.0) -> Path | None:
     """Write ``frames`` as an MP4 where an encoder is installed, else as a GIF next to it; the path written.
 
     An ``.mp4`` path is encoded with ``imageio`` and its ``imageio-ffmpeg`` plugin when both are installed;
     otherwise (or for any other suffix) the frames go to ``path`` with the suffix ``.gif``, with a warning when
-    an MP4 was asked for. ``None`` (after a warning) when neither can be written.
+    an MP4 was asked for. ``None`` (after a warning) when neither can be written. ``path`` is a ``str`` or
+    ``os.PathLike`` (:func:`check_output_path`).
     """
     if not frames:
         raise ValueError("save_video needs at least one frame")
+    path = check_output_path(path)
     if path.suffix == ".mp4":
         try:
             import imageio.v2 as imageio

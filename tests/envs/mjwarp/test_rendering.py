@@ -268,3 +268,28 @@ def test_the_robot_stays_in_view_beside_a_large_terrain() -> None:
         renderer.close()
     centre = frame[16:32, 24:40].astype(int)
     assert (centre[..., 0] - centre[..., 2] > 60).mean() > 0.5  # mostly the red robot, not the background
+
+
+@pytest.mark.parametrize("kind", [str, Path, lambda p: type("PathLikeOnly", (), {"__fspath__": lambda self: str(p)})()])
+def test_save_gif_and_save_video_take_a_str_or_pathlike(tmp_path: Path, kind: Any) -> None:
+    """A str (or any os.PathLike) path is taken as a Path, not refused with an AttributeError."""
+    from gym_graphreset.envs.mjwarp.rendering import save_video
+
+    frames = [np.full((8, 8, 3), 40 * i, dtype=np.uint8) for i in range(2)]
+    assert save_gif(frames, kind(tmp_path / "a.gif"))
+    assert save_video(frames, kind(tmp_path / "v.gif")) == tmp_path / "v.gif"
+    assert (tmp_path / "a.gif").is_file() and (tmp_path / "v.gif").is_file()
+    with pytest.raises(TypeError, match=re.escape("`path` must be a str or os.PathLike, got int 3")):
+        save_gif(frames, 3)  # type: ignore[arg-type]
+
+
+def test_a_video_target_is_checked_before_any_frame(tmp_path: Path) -> None:
+    """A GIF above 100 fps, or a path under a regular file, is refused by name before frames are made."""
+    from gym_graphreset.envs.mjwarp.rendering import check_video_target
+
+    assert check_video_target(tmp_path / "v.gif", 50.0) == tmp_path / "v.gif"
+    with pytest.raises(ValueError, match=re.escape("would be a GIF at 500 fps; a GIF holds at most 100 frames")):
+        check_video_target(str(tmp_path / "v.gif"), 500.0)
+    (tmp_path / "f").write_text("")
+    with pytest.raises(ValueError, match=re.escape(f"{str(tmp_path / 'f')!r} is a file, so no folder can be made")):
+        check_video_target(tmp_path / "f" / "v.mp4", 25.0)
