@@ -280,6 +280,7 @@ class EventManager:
 
     def __init__(self, env: ManagerBasedEnv, reset_block: DrawBlock, step_block: DrawBlock, startup_block: DrawBlock):
         self.env = env
+        self._terms: dict[str, Any] = {}  # name -> the bound term (a class instance for event classes)
         by_mode: dict[str, list[tuple[str, EventTerm]]] = {"startup": [], "reset": [], "interval": []}
         for name, term in env.cfg.events.items():
             by_mode[term.mode].append((name, term))
@@ -294,7 +295,7 @@ class EventManager:
         self._step_block, self._reset_block = step_block, reset_block
         self.interval: list[tuple[str, Callable[..., Any], EventTerm, torch.Tensor]] = []
         self.timers: dict[str, torch.Tensor] = {}
-        self._resets = stateful_resets([call for _n, call, _w in self.startup + self.reset_events])
+        self._resets = stateful_resets(list(self._terms.values()))
 
     def _bind(self, term: EventTerm, name: str) -> Callable[..., Any]:
         """The event's function bound to the env and its params; each call passes the rows and their draws.
@@ -303,6 +304,7 @@ class EventManager:
         again naming the event, the draws it declared and the fix; the event's own ``ValueError`` naming it.
         """
         call = bind(self.env, term.func, term.params, f"events[{name!r}]", call_args=2)
+        self._terms[name] = call
 
         def run(rows: torch.Tensor, u: torch.Tensor) -> Any:
             try:
@@ -325,7 +327,7 @@ class EventManager:
             call = self._bind(t, n)
             timer = torch.zeros(self.env.num_envs, device=self.env.device)
             self.interval.append((n, call, t, timer))
-            self._resets += stateful_resets([call])
+            self._resets += stateful_resets([self._terms[n]])
             self.timers[n] = timer
             self._step_block.allocate(f"events.{n}", t.draws)
             self._step_block.allocate(f"events.{n}.timer", 1)

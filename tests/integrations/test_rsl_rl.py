@@ -372,11 +372,11 @@ def test_stock_runner_logs_no_nan_before_the_first_episode_ends(
     inner = FixedShapeAutoresetVectorEnv(ScriptedVectorEnv(N, term, torch.zeros_like(term), "cpu"), "masked")
     env = RslRlVecEnv(inner, seed=0, max_episode_length=64)
     _, _, _, extras = env.step(torch.zeros(N, 3))
-    assert "/episode/mean_return" not in extras["log"] and "/episode/mean_return" not in list(extras["log"])
-    assert math.isnan(float(extras["log"]["/episode/mean_return"]))
+    assert "Episode/mean_return" not in extras["log"] and "Episode/mean_return" not in list(extras["log"])
+    assert math.isnan(float(extras["log"]["Episode/mean_return"]))
     runner = OnPolicyRunner(env, train_cfg(num_steps=4), log_dir=str(tmp_path), device="cpu")
     runner.learn(3)
-    episode = [(tag, value) for tag, value in logged if tag.startswith("/episode/")]
+    episode = [(tag, value) for tag, value in logged if tag.startswith("Episode/")]
     assert all(math.isfinite(value) for _, value in logged), [e for e in logged if not math.isfinite(e[1])]
-    assert {tag for tag, _ in episode} == {"/episode/mean_return", "/episode/mean_length"}
+    assert {tag for tag, _ in episode} == {"Episode/mean_return", "Episode/mean_length"}
     assert len(episode) == 2 * 2  # iterations 2 and 3 (episodes ended), not iteration 1

@@ -141,3 +141,34 @@ def test_the_ramp_from_zero_is_masked_equal_to_selected() -> None:
         return FixedShapeAutoresetVectorEnv(inner, **flags)
 
     assert_masked_matches_selected(factory, _actions(30), seed=3)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (run on the GPU machine)")
+def test_the_ramp_from_zero_captured_matches_eager_and_is_sync_free() -> None:
+    """Captured in the whole-step graph, the ramp from weight 0 gives the eager masked path's rewards and reward
+    columns over episodes that cross the ramp's step (the weight is a device value the graph reads), and a step
+    never waits for the GPU."""
+    from gym_graphreset.testing import assert_sync_free
+
+    actions = [a.cuda() for a in _actions(30)]
+    runs = []
+    for preset in ("masked_persistent", "step_graph"):
+        env = FixedShapeAutoresetVectorEnv(
+            ManagerBasedEnv(ramped_task(), N, device="cuda", max_episode_steps=HORIZON), PRESETS[preset]
+        )
+        env.reset(seed=3)
+        rewards, columns = [], []
+        for a in actions:
+            _, reward, _, _, info = env.step(a)
+            rewards.append(reward.clone())
+            columns.append(info["reward_terms"].clone())
+        runs.append((torch.stack(rewards), torch.stack(columns)))
+        alive = env.unwrapped.reward_names.index("alive")
+        if preset == "step_graph":
+            assert_sync_free(lambda env=env: env.step(actions[0]))
+        env.close()
+    (eager_r, eager_c), (graph_r, graph_c) = runs
+    assert (eager_c[0, :, alive] == 0).all() and (eager_c[-1, :, alive] != 0).all()  # the ramp crossed 0 -> 0.5
+    torch.testing.assert_close(graph_r, eager_r, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(graph_c, eager_c, rtol=1e-5, atol=1e-6)
