@@ -189,7 +189,9 @@ def train(task: str, cfg: TrainCfg) -> int:
         from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
         from gym_graphreset.core.terms import EpisodeStatistics
         from gym_graphreset.integrations.common import RewardTermLog
+        from gym_graphreset.integrations.deployment import deployment_of
         from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
+        from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
     except ImportError as exc:
         return usage_error(f"train needs rsl-rl-lib ({exc}): pip install 'gym_graphreset[rsl_rl]'")
 
@@ -219,6 +221,8 @@ def train(task: str, cfg: TrainCfg) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     rl_cfg = agent.to_dict()
     infos = {"env_id": task, "env_kwargs": env_kwargs, "rl_cfg": rl_cfg}
+    if isinstance(inner.unwrapped, ManagerBasedEnv):  # what a robot deployment needs, in every checkpoint
+        infos["deployment"] = deployment_of(inner.unwrapped, agent.obs_groups.get("actor", ["policy"])).as_dict()
     settings = {
         f.name: jsonable(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in ("agent", "env")
     }

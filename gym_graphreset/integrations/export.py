@@ -40,6 +40,7 @@ __all__ = [
     "PolicySource",
     "check_export",
     "export_onnx",
+    "onnx_metadata",
     "export_torchscript",
     "load_policy",
 ]
@@ -78,6 +79,9 @@ class PolicySource:
     """The training iteration the checkpoint was saved at."""
     obs_groups: tuple[str, ...] = ("policy",)
     """The observation groups concatenated into the policy's input, for a dict observation."""
+    deployment: Mapping[str, Any] | None = None
+    """What a robot deployment needs (:class:`~gym_graphreset.integrations.deployment.Deployment` as plain data),
+    when the checkpoint records it (the ``train`` command's do, in ``infos["deployment"]``)."""
 
 
 class DeterministicPolicy(nn.Module):
@@ -198,6 +202,7 @@ def _from_ppo(ckpt: Mapping[str, Any], where: str) -> DeterministicPolicy:
         env_kwargs=dict(ckpt.get("env_kwargs") or {}),
         iteration=int(ckpt.get("iteration", 0)),
         obs_groups=("policy",),
+        deployment=ckpt.get("deployment"),
     )
     low = torch.as_tensor(meta["action_low"], dtype=torch.float32)
     high = torch.as_tensor(meta["action_high"], dtype=torch.float32)
@@ -266,6 +271,7 @@ def _from_rsl_rl(ckpt: Mapping[str, Any], activation: str | None, where: str) ->
         env_kwargs=dict(infos.get("env_kwargs") or {}),
         iteration=int(ckpt.get("iter", 0)),
         obs_groups=groups,
+        deployment=infos.get("deployment"),
     )
     inf = torch.full((act_dim,), math.inf)
     return DeterministicPolicy(mlp, shift, scale, math.inf, -inf, inf, source)
@@ -324,7 +330,11 @@ def export_onnx(policy: DeterministicPolicy, path: str | Path, *, opset: int = 1
     """Write ``policy`` as one ONNX file (input ``obs`` ``(batch, obs_dim)``, output ``actions``); its path.
 
     Uses torch's ``torch.export``-based exporter (needs ``onnx`` and ``onnxscript``). The batch size is dynamic.
+    The file's ``metadata_props`` say what the policy is (:func:`onnx_metadata`): its task, iteration,
+    observation groups and sizes, and, when the checkpoint recorded them, the deployment data (joint names,
+    gains, default pose, action scale, observation terms; mjlab's keys and format).
     """
+    metadata = onnx_metadata(policy)  # refused before anything is written
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     module = copy.deepcopy(policy.net).cpu().eval()
@@ -341,7 +351,36 @@ def export_onnx(policy: DeterministicPolicy, path: str | Path, *, opset: int = 1
         external_data=False,
         verbose=False,
     )
+    import onnx
+
+    model = onnx.load(str(path))
+    for key, value in metadata.items():
+        model.metadata_props.add(key=key, value=value)
+    onnx.save(model, str(path))
     return path
+
+
+def onnx_metadata(policy: DeterministicPolicy) -> dict[str, str]:
+    """The ``metadata_props`` :func:`export_onnx` writes: the policy's source and its deployment data, as text.
+
+    Raises:
+        ValueError: the recorded deployment data lacks a key or has one it does not know (named).
+    """
+    from gym_graphreset.integrations.deployment import Deployment
+
+    source = policy.source
+    meta = {
+        "exporter": "gym_graphreset",
+        "trainer": source.kind,
+        "env_id": source.env_id or "",
+        "iteration": str(source.iteration),
+        "observation_groups": ",".join(source.obs_groups),
+        "obs_dim": str(policy.obs_dim),
+        "act_dim": str(policy.act_dim),
+    }
+    if source.deployment is not None:
+        meta.update(Deployment.from_dict(source.deployment).metadata())
+    return meta
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,22 @@ def test_train_writes_the_run_folder_once(run: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
+def test_checkpoints_and_onnx_carry_the_deployment_data(run: dict[str, Any]) -> None:
+    """Every checkpoint records what a robot deployment needs, and the ONNX file carries it as metadata
+    (mjlab's keys): Go1's 12 joints in action order with their gains, its default pose, the policy's terms."""
+    folder: Path = run["folder"]
+    deployment = torch.load(folder / "model_1.pt", weights_only=False)["infos"]["deployment"]
+    assert len(deployment["joint_names"]) == 12 and deployment["joint_names"][0].endswith("hip_joint")
+    assert all(k > 0 for k in deployment["joint_stiffness"]) and len(deployment["default_joint_pos"]) == 12
+    assert deployment["observation_groups"] == ["policy"] and "base_ang_vel" in deployment["observation_names"]
+    onnx = pytest.importorskip("onnx")
+    meta = {p.key: p.value for p in onnx.load(str(folder / "policy.onnx")).metadata_props}
+    assert meta["env_id"] == f"gym_graphreset/{TASK}" and meta["act_dim"] == "12"
+    assert meta["joint_names"].split(",") == deployment["joint_names"]
+    assert [float(v) for v in meta["joint_stiffness"].split(",")] == deployment["joint_stiffness"]
+
+
+@pytest.mark.slow
 def test_overrides_reach_the_env_and_the_learner(run: dict[str, Any]) -> None:
     """``--env.episode-length-s`` is the task config the env is built with; ``--agent.algorithm.learning-rate``
     is the optimiser's; both are in the resolved config."""
