@@ -8,7 +8,8 @@ step of its own (or can forget the engine's checks). One env step:
 2. physics (``decimation`` substeps), the engine's overflow and finite-state record;
 3. sensors; rewards (weighted, x dt, per-term episode sums); terminations (failures / time-outs);
 4. one pass of step draws; commands (count down, resample, steer); interval events (per-env timers);
-5. metrics; with ``forward_before_obs``, MuJoCo Warp's forward pass and the sensors' ``refresh``;
+5. metrics; with ``forward_before_obs``, MuJoCo Warp's forward passes that the observations, recorders and
+   commands declare (:mod:`~gym_graphreset.managers.forward_passes`) and the sensors' ``refresh``;
    observations (noise from the step draws, clip, scale, delay, history); recorders.
 
 A reset of the rows of a mask: curriculum (on the terminal state), the engine's masked reset (reset events
@@ -42,6 +43,7 @@ from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.envs.mjwarp.vector_env import MJWarpVectorEnv
 from gym_graphreset.managers.draws import DrawBlock
+from gym_graphreset.managers.forward_passes import plan_forward, task_readers
 from gym_graphreset.managers.model_access import ModelAccess, PhaseCache
 from gym_graphreset.managers.protocols import CommandTerm, check_command
 from gym_graphreset.managers.recorder_manager import RecorderManager
@@ -108,6 +110,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         streams: A :class:`~gym_graphreset.core.rng.StreamAllocator` for terms' own draws.
         last_obs: The last observation by group (the env returns the value alone for one group); recorders read it.
         recorder_manager: The recording ring of the task's ``recorders`` (``export`` after a rollout).
+        forward_plan: What ``TaskCfg.forward_before_obs`` runs
+            (:class:`~gym_graphreset.managers.forward_passes.ForwardPlan`; ``describe()["forward"]``).
     """
 
     tracks_progress = False
@@ -198,6 +202,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             for g, cols in self.observation_layout.items()
         }
         self.recorder_manager = RecorderManager(self)
+        self.forward_plan = plan_forward(task_readers(cfg, self.commands), self.sensors, cfg.forward_passes, self.m)
         self.term_checks = TermChecks(self)
         self.reward_names = self.reward_manager.names
         self.termination_names = self.termination_manager.names
@@ -303,8 +308,9 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.invalidate()
         self.metric_manager.compute()
         if self.cfg.forward_before_obs:  # mjlab's order: after metrics and events, before observations
-            self.runtime.run("forward", self._forward)
-            self.sensors.refresh()
+            if self.forward_plan.passes:
+                self.runtime.run("forward", self._forward)
+            self.sensors.refresh(self.forward_plan.refreshed)
             self.invalidate()
         obs = self._observations(u)
         info: dict[str, Any] = {
@@ -350,10 +356,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         return obs
 
     def _forward(self) -> None:
-        """MuJoCo Warp's ``forward`` on every world (``TaskCfg.forward_before_obs``)."""
-        import mujoco_warp as mjw
-
-        mjw.forward(self.m, self.d)
+        """The forward passes of :attr:`forward_plan` on every world (``TaskCfg.forward_before_obs``)."""
+        self.forward_plan.run(self.m, self.d)
 
     def _returned_obs(self, obs: dict[str, Any]) -> Any:
         """What the env returns: the group's value when there is one group (its space is that group's), else ``obs``."""
@@ -439,4 +443,5 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             "recorders": list(self.recorder_manager.names),
             "draws": {b.name: b.layout() for b in (self.reset_block, self.step_block, self.startup_block)},
             "streams": dict(self.streams.streams),
+            "forward": self.forward_plan.describe() if self.cfg.forward_before_obs else None,
         }

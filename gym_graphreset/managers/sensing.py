@@ -7,6 +7,7 @@ observations (``cast="before_obs"``, which make the observation a cache phase of
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from gym_graphreset.capture.compiling import opaque
@@ -45,10 +46,10 @@ class Sensors(dict[str, Any]):
     def __missing__(self, key: str) -> Any:
         raise KeyError(f"the task has no sensor {key!r} (TaskCfg.sensors); its sensors: {sorted(self)}")
 
-    def refresh(self) -> None:
-        """Every sensor re-reads its instantaneous values (after a forward pass)."""
-        for sensor in self.values():
-            sensor.refresh()
+    def refresh(self, names: Iterable[str]) -> None:
+        """The sensors ``names`` re-read their instantaneous values (after a forward pass that covers them)."""
+        for name in names:
+            self[name].refresh()
 
     @opaque
     def cast_for_observation(self) -> None:

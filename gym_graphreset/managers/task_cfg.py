@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from gym_graphreset.managers.binding import FINITE, POSITIVE
+from gym_graphreset.managers.forward_passes import ForwardMode
 from gym_graphreset.managers.protocols import CommandCfg, SensorCfg
 from gym_graphreset.managers.terms import (
     ActionCfg,
@@ -64,6 +65,11 @@ class TaskCfg:
             new episode after the reset's ``refresh`` (sites current) with their contact sensors cleared, as
             without it; mjlab's forward runs after its resets, so there a row spawned touching the ground
             reads that contact in its first observation.
+        forward_passes: What that forward runs. ``"declared"``: only the passes that what is read after it
+            declares (observation and recorder terms, commands, sensors' refresh; see
+            :mod:`~gym_graphreset.managers.forward_passes`), which give the same values bit for bit with less
+            work; the whole forward when one of them declares nothing (``env.describe()["forward"]`` says
+            which). ``"full"``: MuJoCo Warp's whole forward, mjlab's work.
         njmax, nconmax: Constraint rows and contacts per world (``None``: MuJoCo Warp's default).
         obs_clip: Clip every observation to ``[-obs_clip, obs_clip]`` (``None``: no clip).
         recorder_frames: Frames each env's recording ring keeps (``None``: one whole episode,
@@ -90,6 +96,7 @@ class TaskCfg:
     rng_stream: int = 700
     refresh: Literal["none", "kinematics", "com"] = "kinematics"
     forward_before_obs: bool = False
+    forward_passes: ForwardMode = "declared"
     njmax: int | None = None
     nconmax: int | None = None
     obs_clip: float | None = None
@@ -129,6 +136,11 @@ class TaskCfg:
             isinstance(self.forward_before_obs, bool),
             where,
             f"`forward_before_obs` must be a bool, got {self.forward_before_obs!r}",
+        )
+        _check(
+            self.forward_passes in ("declared", "full"),
+            where,
+            f"`forward_passes` must be 'declared' or 'full', got {self.forward_passes!r}",
         )
         _check(
             isinstance(self.rng_stream, int) and 0 <= self.rng_stream < 2**31,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
@@ -21,6 +21,7 @@ from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.observations import base_lin_vel
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
 __all__ = ["VelocityCommand", "VelocityCommandCfg"]
@@ -98,6 +99,9 @@ class VelocityCommand:
         is_heading, is_standing: ``(n,)`` bool, the row's command kind.
         time_left: ``(n,)`` seconds to the row's next resample.
     """
+
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset()
+    """What ``command`` and :meth:`metrics` read after a forward pass: nothing it computes (``qpos``, ``qvel``)."""
 
     reset_draws = 8
     step_draws = 8

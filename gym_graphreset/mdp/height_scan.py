@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 
 from gym_graphreset.managers.binding import reads_sensors
+from gym_graphreset.managers.forward_passes import reads_forward
 from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group, check_refresh
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
 __all__ = [
@@ -134,6 +136,9 @@ class RayCastSensor(RayBuffers):
         geom_ids: ``(n, n_rays)`` the geom each ray hit (-1: none).
     """
 
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset()
+    """What :meth:`refresh` reads: nothing (a term that reads a cast declares ``kinematics``)."""
+
     def __init__(self, cfg: RayCastSensorCfg, env: ManagerBasedEnv) -> None:
         import warp as wp
 
@@ -215,6 +220,7 @@ class RayCastSensor(RayBuffers):
         """Nothing: a scan holds no per-episode state."""
 
 
+@reads_forward("kinematics")
 @reads_sensors(sensor_name=RayCastSensor)
 def height_scan(env: ManagerBasedEnv, sensor_name: str, offset: float = 0.0) -> torch.Tensor:
     """Sensor ``sensor_name``'s scan: body height minus hit height per ray, minus ``offset``, ``(n, n_rays)``."""
@@ -229,6 +235,7 @@ def _height_scan_sensor(env: ManagerBasedEnv, sensor_name: str, where: str) -> R
     return sensor
 
 
+@reads_forward("kinematics")
 @reads_sensors(sensor_name=RayCastSensor)
 def terrain_normal(env: ManagerBasedEnv, sensor_name: str, max_points: int = 32) -> torch.Tensor:
     """The terrain's upward normal under a scan, ``(n, 3)``: a plane fitted to ``max_points`` of its hits.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import reads_sensors
+from gym_graphreset.managers.forward_passes import reads_forward
 from gym_graphreset.mdp import math as mdp_math
 from gym_graphreset.mdp.sensors import ContactSensor
 
@@ -38,16 +39,19 @@ __all__ = [
 ]
 
 
+@reads_forward()
 def base_lin_vel(env: ManagerBasedEnv) -> torch.Tensor:
     """Linear velocity of the base origin in the base frame, ``(n, 3)``."""
     return env.cached("base_lin_vel", lambda: mdp_math.quat_rotate_inverse(env.base_quat, env.qvel[:, 0:3]))
 
 
+@reads_forward()
 def base_ang_vel(env: ManagerBasedEnv) -> torch.Tensor:
     """Angular velocity of the base in the base frame, ``(n, 3)``."""
     return env.qvel[:, 3:6]
 
 
+@reads_forward()
 def imu_lin_vel(env: ManagerBasedEnv, site: str) -> torch.Tensor:
     """Linear velocity at a site fixed to the base (e.g. an IMU), in the base frame, ``(n, 3)``."""
     offset = env.constant(("site_offset", site), lambda: env.site_offset(site))
@@ -58,27 +62,32 @@ def imu_lin_vel(env: ManagerBasedEnv, site: str) -> torch.Tensor:
     return env.cached(f"imu_lin_vel:{site}", compute)
 
 
+@reads_forward()
 def projected_gravity(env: ManagerBasedEnv) -> torch.Tensor:
     """The unit gravity direction in the base frame, ``(n, 3)``."""
     return env.cached("projected_gravity", lambda: mdp_math.projected_gravity(env.base_quat))
 
 
+@reads_forward()
 def joint_pos_rel(env: ManagerBasedEnv, biased: bool = False) -> torch.Tensor:
     """Joint positions minus the default pose, ``(n, nj)``; ``biased`` adds the per-world encoder bias."""
     rel = env.qpos[:, env.joint_qpos_ids] - env.default_joint_pos
     return rel + env.encoder_bias if biased else rel
 
 
+@reads_forward()
 def joint_vel(env: ManagerBasedEnv) -> torch.Tensor:
     """Joint velocities, ``(n, nj)``."""
     return env.qvel[:, env.joint_dof_ids]
 
 
+@reads_forward()
 def last_action(env: ManagerBasedEnv) -> torch.Tensor:
     """This step's action (the policy's raw output), ``(n, action dim)``."""
     return env.action
 
 
+@reads_forward()
 def generated_commands(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The command of ``command_name``, ``(n, k)``."""
     return env.commands[command_name].command
@@ -109,23 +118,27 @@ def feet(
     return env.cached(("feet", sites, height_sensor_name), compute)
 
 
+@reads_forward("kinematics")
 def site_height(env: ManagerBasedEnv, sites: tuple[str, ...]) -> torch.Tensor:
     """World heights of sites, ``(n, k)``."""
     return env.site_xpos[:, env.site_ids(sites), 2]
 
 
+@reads_forward("sensor_acc")
 @reads_sensors(sensor_name=ContactSensor)
 def contact_found(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """A contact sensor's contact flags, ``(n, k)``."""
     return env.sensors[sensor_name].in_contact
 
 
+@reads_forward()
 @reads_sensors(sensor_name=ContactSensor)
 def contact_air_time(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """A contact sensor's air times [s], ``(n, k)``."""
     return env.sensors[sensor_name].air_time
 
 
+@reads_forward("sensor_acc")
 @reads_sensors(sensor_name=ContactSensor)
 def contact_force_log(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """``sign(F) log(1 + |F|)`` of a contact sensor's net forces, flattened, ``(n, 3k)``."""
@@ -133,6 +146,7 @@ def contact_force_log(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     return torch.sign(force) * torch.log1p(force.abs())
 
 
+@reads_forward("sensor_pos", "sensor_vel", "sensor_acc")
 def builtin_sensor(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """A MuJoCo sensor's values by name, ``(n, dim)`` (mjlab's ``builtin_sensor``; a view, no copy)."""
 
@@ -146,12 +160,14 @@ def builtin_sensor(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     return env.sensordata[:, env.constant(("sensor_columns", sensor_name), columns)]
 
 
+@reads_forward("kinematics")
 def body_quat(env: ManagerBasedEnv, body: str) -> torch.Tensor:
     """A body's world orientation ``(n, 4)`` (wxyz), a view of MuJoCo Warp's ``xquat``."""
     xquat = env.constant("xquat", lambda: env.runtime.wp.to_torch(env.d.xquat))
     return xquat[:, env.body_id(body)]
 
 
+@reads_forward("kinematics")
 def body_projected_gravity(env: ManagerBasedEnv, body: str) -> torch.Tensor:
     """The unit gravity direction in a body's frame, ``(n, 3)`` (from its world orientation ``xquat``)."""
     return env.cached(("body_projected_gravity", body), lambda: mdp_math.projected_gravity(body_quat(env, body)))

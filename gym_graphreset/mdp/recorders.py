@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gym_graphreset.managers.forward_passes import reads_forward
 from gym_graphreset.managers.terms import RecorderTerm
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
 ]
 
 
+@reads_forward()
 def obs_group(env: ManagerBasedEnv, group: str) -> torch.Tensor:
     """The observation group ``group`` the env returned last, ``(n, k)`` (a dict group's terms concatenated)."""
     if group not in env.last_obs:
@@ -60,11 +62,13 @@ def _joint_columns(env: ManagerBasedEnv, joint_names: tuple[str, ...] | None) ->
     return env.constant(("recorder_joints", joint_names), compute)
 
 
+@reads_forward()
 def joint_positions(env: ManagerBasedEnv, joint_names: tuple[str, ...] | None = None) -> torch.Tensor:
     """Joint positions (absolute), ``(n, k)``; ``joint_names=None``: the action joints in action order."""
     return env.qpos[:, _joint_columns(env, joint_names)[0]]
 
 
+@reads_forward()
 def joint_velocities(env: ManagerBasedEnv, joint_names: tuple[str, ...] | None = None) -> torch.Tensor:
     """Joint velocities, ``(n, k)``; ``joint_names=None``: the action joints in action order."""
     return env.qvel[:, _joint_columns(env, joint_names)[1]]
@@ -91,12 +95,14 @@ def _needs(env: ManagerBasedEnv, refresh: tuple[str, ...], what: str) -> None:
         )
 
 
+@reads_forward("kinematics")
 def body_pos_w(env: ManagerBasedEnv, body_names: tuple[str, ...]) -> torch.Tensor:
     """Body frame origins in the world frame, ``(n, k, 3)``."""
     _needs(env, ("kinematics", "com"), "body_pos_w")
     return env.xpos[:, _bodies(env, body_names)[0]]
 
 
+@reads_forward("kinematics")
 def body_quat_w(env: ManagerBasedEnv, body_names: tuple[str, ...]) -> torch.Tensor:
     """Body orientations in the world frame, ``(n, k, 4)`` (w, x, y, z)."""
     _needs(env, ("kinematics", "com"), "body_quat_w")
@@ -117,12 +123,14 @@ def _body_vel_w(env: ManagerBasedEnv, body_names: tuple[str, ...]) -> tuple[torc
     return lin - torch.linalg.cross(ang, offset, dim=-1), ang
 
 
+@reads_forward("com_vel")
 def body_lin_vel_w(env: ManagerBasedEnv, body_names: tuple[str, ...]) -> torch.Tensor:
     """Linear velocities of the body origins in the world frame, ``(n, k, 3)`` (needs ``refresh="com"``)."""
     _needs(env, ("com",), "body_lin_vel_w")
     return _body_vel_w(env, body_names)[0]
 
 
+@reads_forward("com_vel")
 def body_ang_vel_w(env: ManagerBasedEnv, body_names: tuple[str, ...]) -> torch.Tensor:
     """Angular velocities of the bodies in the world frame, ``(n, k, 3)`` (needs ``refresh="com"``)."""
     _needs(env, ("com",), "body_ang_vel_w")

@@ -9,11 +9,12 @@ with ``history_length``, the force after each of the step's substeps (recorded o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
 __all__ = ["ContactSensor", "ContactSensorCfg"]
@@ -82,6 +83,9 @@ class ContactSensor:
         force_history: ``(n, k, history_length, 3)`` the force after each of the step's last
             ``history_length`` substeps, oldest first (``None`` without ``history_length``).
     """
+
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset({"sensor_acc"})
+    """What :meth:`refresh` reads after a forward pass: MuJoCo contact sensors with a force (acceleration stage)."""
 
     def __init__(self, cfg: ContactSensorCfg, env: ManagerBasedEnv) -> None:
         import mujoco

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 
 from gym_graphreset.managers.binding import reads_sensors
+from gym_graphreset.managers.forward_passes import reads_forward
 from gym_graphreset.mdp.rays import RayBuffers, RayCast, check_cast, check_geom_group, check_refresh
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
 __all__ = ["TerrainHeightSensor", "TerrainHeightSensorCfg", "ring_pattern", "terrain_height"]
@@ -95,6 +97,9 @@ class TerrainHeightSensor(RayBuffers):
         distances: ``(n, f * r)`` hit distances (-1: no hit), a view of the warp output; site-major.
     """
 
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset()
+    """What :meth:`refresh` reads: nothing (a term that reads a cast declares ``kinematics``)."""
+
     def __init__(self, cfg: TerrainHeightSensorCfg, env: ManagerBasedEnv) -> None:
         import warp as wp
 
@@ -167,6 +172,7 @@ class TerrainHeightSensor(RayBuffers):
         """Nothing: it holds no per-episode state."""
 
 
+@reads_forward("kinematics")
 @reads_sensors(sensor_name=TerrainHeightSensor)
 def terrain_height(env: ManagerBasedEnv, sensor_name: str) -> torch.Tensor:
     """Sensor ``sensor_name``'s clearances (a :class:`TerrainHeightSensorCfg`), ``(n, f)``: mjlab's ``foot_height``."""

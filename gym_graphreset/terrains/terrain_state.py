@@ -5,11 +5,12 @@ Built by :class:`~gym_graphreset.terrains.terrain_generator.TerrainCfg` (a task 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.terrains.terrain_generator import Terrain
 
 __all__ = ["TerrainState"]
@@ -27,6 +28,9 @@ class TerrainState:
         origins: ``(n, 3)`` each env's cell origin (reset events spawn relative to it).
         cell_origins: ``(num_rows, num_cols, 3)`` every cell's origin.
     """
+
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset()
+    """What :meth:`refresh` reads after a forward pass: nothing."""
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
@@ -30,7 +30,10 @@ from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.testing.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.testing.host_syncs import SyncCanaryResult, assert_sync_free, count_host_syncs
-from gym_graphreset.testing.rollouts import _compare, info_columns, rollout
+from gym_graphreset.testing.rollouts import ObservationLayout, _compare, differing_obs_terms, info_columns, rollout
+
+if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardMode
 
 __all__ = [
     "EpisodeComparison",
@@ -38,6 +41,7 @@ __all__ = [
     "SyncCanaryResult",
     "assert_no_host_reads",
     "assert_capture_matches_eager",
+    "assert_declared_forward_matches_full",
     "assert_masked_matches_selected",
     "assert_statistically_equivalent",
     "assert_sync_free",
@@ -130,6 +134,38 @@ def assert_compiled_matches_uncompiled(
     if not report["ok"]:
         raise AssertionError(f"the compiled step split or recompiled: {report['graph_breaks'] + report['recompiles']}")
     return report
+
+
+def assert_declared_forward_matches_full(
+    env_factory: Callable[[ForwardMode], FixedShapeAutoresetVectorEnv],
+    actions: Sequence[torch.Tensor],
+    *,
+    seed: int = 0,
+) -> None:
+    """Assert that a task's declared forward passes give, bit for bit, what MuJoCo Warp's whole forward gives.
+
+    The check of :mod:`~gym_graphreset.managers.forward_passes` declarations: a term that reads a quantity
+    outside the passes it declares reads it stale, and its observation differs from the full forward's. Run on
+    the CPU (bitwise); the error names the observation terms that differ first.
+
+    Args:
+        env_factory: Builds the wrapped task env with ``TaskCfg.forward_passes`` set to its argument
+            (``"declared"`` or ``"full"``; ``forward_before_obs=True``).
+        actions: The actions to step (long enough to cross resets).
+        seed: Reset seed of both runs.
+    """
+    full_env = env_factory("full")
+    columns = info_columns(full_env)
+    inner = full_env.env
+    layout = inner.observation_layout if isinstance(inner, ObservationLayout) else {}
+    reference = rollout(full_env, actions, seed)
+    candidate = rollout(env_factory("declared"), actions, seed)
+    try:
+        _compare(reference, candidate, "declared forward passes vs the full forward", 0.0, columns)
+    except AssertionError as e:
+        terms = differing_obs_terms(reference, candidate, layout)
+        hint = " (they read a quantity outside the forward passes they declare)" if terms else ""
+        raise AssertionError(f"{e}{terms}{hint}") from None
 
 
 def finished_episodes(

@@ -12,7 +12,7 @@ columns differ, and the draws API that makes a term reproducible. The conformanc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -21,7 +21,14 @@ from gym_graphreset.core.buffers import tree_leaves
 from gym_graphreset.core.participants import release_inner_env
 from gym_graphreset.core.protocols import InfoColumns
 
-__all__ = ["rollout"]
+__all__ = ["ObservationLayout", "rollout"]
+
+
+@runtime_checkable
+class ObservationLayout(Protocol):
+    """An env whose observation groups concatenate named terms: ``{group: {term: column slice}}``."""
+
+    observation_layout: dict[str, dict[str, slice]]
 
 
 def rollout(env: FixedShapeAutoresetVectorEnv, actions: Sequence[torch.Tensor], seed: int = 0) -> list[dict[str, Any]]:
@@ -166,3 +173,25 @@ def _likely_cause(reference: dict[str, Any], t: int, rows: list[int]) -> str:
         f"{shown}, which did not reset at this step: state carried over differently. Likely a reset that "
         "wrote rows it was not asked to (a full-width write without the mask), or an earlier step's difference"
     )
+
+
+def differing_obs_terms(a: list[dict[str, Any]], b: list[dict[str, Any]], layout: dict[str, dict[str, slice]]) -> str:
+    """``": observation term(s) [...] differ first at step t"`` for two rollouts' records, or ``""``.
+
+    A group returned as one tensor names the terms whose columns differ (``layout``); a group of terms, its keys.
+    """
+    for t, (x, y) in enumerate(zip(a, b, strict=False)):
+        names: list[str] = []
+        for leaf, u in x.get("obs", {}).items():
+            v = y.get("obs", {}).get(leaf)
+            if v is None or u.shape != v.shape or torch.equal(u, v):
+                continue
+            group = leaf[0] if leaf else next(iter(layout), "")
+            if len(leaf) > 1:
+                names.append(f"{group}/{leaf[1]}")
+                continue
+            bad = (u != v).reshape(-1, u.shape[-1]).any(dim=0)
+            names += [f"{group}/{term}" for term, cols in layout.get(group, {}).items() if bool(bad[cols].any())]
+        if names:
+            return f": observation term(s) {names} differ first at step {t}"
+    return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -149,3 +150,38 @@ def test_a_difference_names_its_rows_and_likely_cause() -> None:
     message = r"masked vs selected: obs differs at step 2 in row\(s\) \[2\], which reset at this step"
     with pytest.raises(AssertionError, match=message + r".*depends on which rows reset together"):
         assert_masked_matches_selected(factory, actions)
+
+
+def _feet_speed(env: Any) -> torch.Tensor:
+    """A user's critic term reading body velocities (``cvel``: the ``com_vel`` pass)."""
+    return env.cvel[:, 1, 3:6]
+
+
+@pytest.mark.parametrize("declared", [("kinematics",), ("com_vel",)])
+def test_declared_forward_check_catches_a_term_reading_outside_its_passes(declared: tuple[str, ...]) -> None:
+    """A term declaring ``kinematics`` but reading ``cvel`` reads it stale under the reduced forward: the check
+    names it; declared ``com_vel``, it passes (and the reduced forward is not the full one)."""
+    from dataclasses import replace
+
+    from gym_graphreset.managers.forward_passes import reads_forward
+    from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
+    from gym_graphreset.tasks import ObsGroup, ObsTerm, velocity_task
+    from gym_graphreset.testing import assert_declared_forward_matches_full
+    from tests.tasks.test_layer import ROBOT
+
+    term = reads_forward(*declared)(lambda env: _feet_speed(env))  # type: ignore[arg-type]
+    base = velocity_task(ROBOT)
+    cfg = replace(base, observations={**base.observations, "critic": ObsGroup({"speed": ObsTerm(term)})})
+    made: list[ManagerBasedEnv] = []
+
+    def factory(mode: Any) -> FixedShapeAutoresetVectorEnv:
+        made.append(ManagerBasedEnv(replace(cfg, forward_before_obs=True, forward_passes=mode), 3, device="cpu"))
+        return FixedShapeAutoresetVectorEnv(made[-1], "masked")
+
+    actions = [torch.full((3, 2), 0.5 * (-1) ** t) for t in range(6)]
+    if declared == ("com_vel",):
+        assert_declared_forward_matches_full(factory, actions, seed=1)
+        assert made[-1].forward_plan.passes == ("kinematics", "com_pos", "com_vel")
+        return
+    with pytest.raises(AssertionError, match=re.escape("observation term(s) ['critic/speed'] differ first at step 1")):
+        assert_declared_forward_matches_full(factory, actions, seed=1)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import torch
 
@@ -38,6 +38,7 @@ from gym_graphreset.mdp.recorders import body_ang_vel_w, body_lin_vel_w
 from gym_graphreset.tasks.tracking.motion_clips import MotionClip, load_motion
 
 if TYPE_CHECKING:
+    from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 
 __all__ = ["MotionCommand", "MotionCommandCfg", "motion_command", "reset_draws", "reset_to_motion_frame"]
@@ -121,6 +122,9 @@ def reset_draws(num_joints: int) -> int:
 
 class MotionCommand:
     """Per-row frame indices into the clip, the adaptive sampler's bins, and the clip's and robot's bodies."""
+
+    forward_passes: ClassVar[frozenset[ForwardPass]] = frozenset({"kinematics", "com_vel"})
+    """What :meth:`metrics` reads after a forward pass: the tracked bodies' poses and velocities."""
 
     reset_draws = 0  # the reset event (reset_to_motion_frame) draws the start frames
     step_draws = 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gym_graphreset.managers.binding import NON_NEGATIVE, POSITIVE, accepts, checked_by
+from gym_graphreset.managers.forward_passes import reads_forward
 from gym_graphreset.mdp.math import (
     projected_gravity,
     quat_conjugate,
@@ -53,18 +54,21 @@ def _anchor_frames(command: MotionCommand) -> tuple[torch.Tensor, torch.Tensor, 
     return pos[:, a], quat[:, a], command.motion_bodies("body_pos_w")[:, a], command.motion_bodies("body_quat_w")[:, a]
 
 
+@reads_forward("kinematics", "com_vel")
 def motion_anchor_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The clip's anchor position in the robot's anchor frame, ``(n, 3)``."""
     r_pos, r_quat, m_pos, _ = _anchor_frames(motion_command(env, command_name))
     return quat_rotate_inverse(r_quat, m_pos - r_pos)
 
 
+@reads_forward("kinematics", "com_vel")
 def motion_anchor_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The clip's anchor orientation in the robot's anchor frame, two rotation-matrix columns, ``(n, 6)``."""
     _, r_quat, _, m_quat = _anchor_frames(motion_command(env, command_name))
     return rotation_columns(quat_mul(quat_conjugate(r_quat), m_quat))
 
 
+@reads_forward("kinematics", "com_vel")
 def robot_body_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The robot's tracked bodies' positions in its anchor frame, flattened, ``(n, 3k)``."""
     command = motion_command(env, command_name)
@@ -74,6 +78,7 @@ def robot_body_pos_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     return quat_rotate_inverse(anchor_q, pos - pos[:, a : a + 1]).flatten(1)
 
 
+@reads_forward("kinematics", "com_vel")
 def robot_body_ori_b(env: ManagerBasedEnv, command_name: str) -> torch.Tensor:
     """The robot's tracked bodies' orientations in its anchor frame, two matrix columns each, ``(n, 6k)``."""
     command = motion_command(env, command_name)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from gym_graphreset.managers.forward_passes import ForwardMode
 from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 from gym_graphreset.managers.task_cfg import TaskCfg
 from gym_graphreset.mdp.commands import VelocityCommand
@@ -62,6 +63,10 @@ class VelocityEnv(ManagerBasedEnv):
         forward_before_obs: A forward pass before the observations, as mjlab's step
             (:attr:`~gym_graphreset.managers.task_cfg.TaskCfg.forward_before_obs`): with ``keep_sensors``, the same
             physics work per step as mjlab's.
+        forward_passes: What that forward runs
+            (:attr:`~gym_graphreset.managers.task_cfg.TaskCfg.forward_passes`): ``"declared"`` (the passes the
+            task's observations, commands and sensors read: the same values with less work) or ``"full"``
+            (MuJoCo Warp's whole forward, mjlab's work).
         max_episode_steps: Truncation horizon (default: ``episode_length_s / step dt`` = 1000).
         **kwargs: Passed to :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` (``device``,
             ``nconmax``, ``njmax``, ``global_env_offset``...).
@@ -80,6 +85,7 @@ class VelocityEnv(ManagerBasedEnv):
         max_episode_steps: int | None = None,
         keep_sensors: bool = False,
         forward_before_obs: bool = False,
+        forward_passes: ForwardMode = "declared",
         **kwargs: Any,
     ) -> None:
         if cfg is not None and model_xml is not None:
@@ -94,6 +100,8 @@ class VelocityEnv(ManagerBasedEnv):
             task = replace(task, obs_clip=obs_clip)
         if forward_before_obs is not False:  # TaskCfg refuses anything but a bool
             task = replace(task, forward_before_obs=forward_before_obs)
+        if forward_passes != "declared":  # TaskCfg refuses anything but "declared" or "full"
+            task = replace(task, forward_passes=forward_passes)
         self.model_xml, self.keep_sensors = model_xml, keep_sensors
         super().__init__(task, num_envs, max_episode_steps=max_episode_steps, **kwargs)
 

@@ -19,7 +19,11 @@ from gym_graphreset.assets.robots.g1.clip import G1_CLIP
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import G1TrackingFlatEnv, g1_tracking_flat_cfg
 from gym_graphreset.tasks.tracking.motion_command import MotionCommandCfg
-from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
+from gym_graphreset.testing import (
+    assert_declared_forward_matches_full,
+    assert_masked_matches_selected,
+    assert_no_host_reads,
+)
 from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -228,3 +232,19 @@ def test_reset_graph_is_captured_once() -> None:
             print(f"\nG1 tracking reset graph: {graph.captures} capture, {graph.replays} replays")
         env.close()
     torch.testing.assert_close(means["reset_graph"], means["masked"], atol=0.05, rtol=0.05)
+
+
+def test_declared_forward_equals_the_full_forward() -> None:
+    """Tracking reads poses and body velocities only: the forward before the observations is kinematics and the
+    centre-of-mass passes (no collision, no solver, no sensor), and gives the full forward's observations,
+    rewards, flags and info (the command's tracking errors) bit for bit over resets and pushes."""
+    made: list[G1TrackingFlatEnv] = []
+
+    def factory(mode: Any) -> FixedShapeAutoresetVectorEnv:
+        task = replace(BUSY, forward_before_obs=True, forward_passes=mode)
+        made.append(G1TrackingFlatEnv(N, device="cpu", max_episode_steps=4, cfg=task))
+        return FixedShapeAutoresetVectorEnv(made[-1], reset_terms={"ep": EpisodeStatistics()}, **MODES["masked"])
+
+    assert_declared_forward_matches_full(factory, _actions(10, scale=2.0), seed=2)
+    assert made[-1].forward_plan.passes == ("kinematics", "com_pos", "com_vel")
+    assert made[-1].forward_plan.refreshed == ()  # the self-collision sensor keeps the physics' values

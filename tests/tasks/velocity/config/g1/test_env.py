@@ -4,6 +4,7 @@ installed), refusals, a PPO smoke run, and (CUDA) the captured step's sync canar
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import re
@@ -29,7 +30,11 @@ from gym_graphreset.assets.robots.g1.model import (
 )
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.velocity.config.g1 import REWARD_NAMES, G1VelocityFlatEnv, g1_velocity_flat_cfg
-from gym_graphreset.testing import assert_masked_matches_selected, assert_no_host_reads
+from gym_graphreset.testing import (
+    assert_declared_forward_matches_full,
+    assert_masked_matches_selected,
+    assert_no_host_reads,
+)
 from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -265,3 +270,18 @@ def test_step_graph_is_sync_free() -> None:
     assert env.graph is not None and env.graph.captured
     assert env.capture_report().state["compile"]["ok"]
     env.close()
+
+
+def test_declared_forward_equals_the_full_forward() -> None:
+    """The forward before the observations reduced to the passes the task declares: observations, rewards, flags
+    and info bit for bit the full forward's over resets and pushes (no sensor stage but the contacts')."""
+    made: list[G1VelocityFlatEnv] = []
+
+    def factory(mode: Any) -> FixedShapeAutoresetVectorEnv:
+        env = _wrapped(MODES["masked"], cfg=dataclasses.replace(BUSY, forward_before_obs=True, forward_passes=mode))
+        made.append(env.env)
+        return env
+
+    assert_declared_forward_matches_full(factory, _actions(12, scale=2.0), seed=2)
+    plan = made[-1].describe()["forward"]
+    assert not plan["full"] and "sensor_pos" not in plan["passes"] and "sensor_acc" in plan["passes"]

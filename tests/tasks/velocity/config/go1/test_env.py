@@ -16,13 +16,19 @@ import pytest
 import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
-from gym_graphreset.assets.robots.go1.model import ACTION_SCALE, JOINT_NAMES, build_go1_xml, default_joint_pos
+from gym_graphreset.assets.robots.go1.model import (
+    ACTION_SCALE,
+    GO1_XML,
+    JOINT_NAMES,
+    build_go1_xml,
+    default_joint_pos,
+)
 from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.mdp import VelocityCommandCfg
 from gym_graphreset.tasks import TaskCfg
 from gym_graphreset.tasks.velocity.config.go1 import REWARD_NAMES, Go1VelocityFlatEnv, go1_velocity_flat_cfg
 from gym_graphreset.tasks.velocity.config.go1.flat_env_cfg import GO1
-from gym_graphreset.testing import assert_masked_matches_selected
+from gym_graphreset.testing import assert_declared_forward_matches_full, assert_masked_matches_selected
 from tests.conftest import MODES, needs_cuda, step_graph_canary
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -344,3 +350,36 @@ def test_obs_clip_bounds_the_observation_space(clipped: Go1VelocityFlatEnv) -> N
         assert (single.low == -2.0).all() and (single.high == 2.0).all(), group
         assert (batched.high == 2.0).all() and batched.contains(obs[group].numpy()), group
         assert obs[group].abs().max() <= 2.0
+
+
+KEPT_SENSORS = """  <sensor>
+    <framequat name="orientation" objtype="site" objname="imu"/>
+    <gyro name="angular-velocity" site="imu"/>
+    <velocimeter name="linear-velocity" site="imu"/>
+    <accelerometer name="linear-acceleration" site="imu"/>
+    <framezaxis name="upvector" objtype="site" objname="imu"/>
+  </sensor>
+</mujoco>"""
+"""Five own sensors of every stage at the IMU, as mjlab's go1.xml has (its file is not shipped here)."""
+
+
+def test_declared_forward_equals_mjlabs_full_forward_with_kept_sensors(tmp_path: Path) -> None:
+    """mjlab's work (kept sensors, the forward before the observations): the passes the task declares give the
+    observations, rewards, flags and info of the full forward bit for bit, over resets, without the position and
+    velocity sensor stages (the contact sensors' forces need the rest)."""
+    xml = tmp_path / "go1_sensors.xml"
+    xml.write_text(GO1_XML.read_text().replace("</mujoco>", KEPT_SENSORS))
+    cfg = go1_velocity_flat_cfg(xml, keep_sensors=True).replace_term(
+        "events", "push_robot", interval_range_s=(0.02, 0.08)
+    )
+    made: list[Go1VelocityFlatEnv] = []
+
+    def factory(mode: Any) -> FixedShapeAutoresetVectorEnv:
+        task = dataclasses.replace(cfg, forward_before_obs=True, forward_passes=mode)
+        made.append(Go1VelocityFlatEnv(N, device="cpu", max_episode_steps=5, cfg=task))
+        return FixedShapeAutoresetVectorEnv(made[-1], reset_terms={"ep": EpisodeStatistics()}, **MODES["masked"])
+
+    assert_declared_forward_matches_full(factory, _actions(12), seed=2)
+    plan = made[-1].describe()["forward"]
+    assert not plan["full"] and "sensor_pos" not in plan["passes"] and "sensor_vel" not in plan["passes"]
+    assert plan["refreshed_sensors"] == ["feet_contact"] and made[0].describe()["forward"]["full"]
