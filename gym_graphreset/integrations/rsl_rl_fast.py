@@ -6,8 +6,8 @@ the critic, the optimiser, the observation normalisers, one ``randperm`` of the 
 actor's sample in each minibatch forward (the same random draws as stock). It keeps
 :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`'s time-out bootstrap from the final observation.
 
-What changes is where the numbers live. Stock reads the host four times per minibatch (the KL compared with its
-target, and three ``.item()`` of the losses); here:
+What changes is where the numbers live. Stock reads the host at least four times per minibatch (the KL compared
+with its targets, and three ``.item()`` of the losses); here:
 
 - the learning rate is a 0-d float64 device tensor (``lr``), updated from the KL on the device with the same
   thresholds and the same float64 arithmetic as stock's Python floats, and handed to the optimiser as its tensor
@@ -35,6 +35,7 @@ Select it in the runner config: ``cfg["algorithm"]["class_name"] = "gym_graphres
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -54,8 +55,11 @@ UpdatePath = Literal["graph", "eager", "stock"]
 WARMUP_STEPS = 3
 """Eager minibatch steps (on a side stream) before the CUDA graph is captured, as PyTorch's capture recipe asks."""
 
-_NORMALIZERS_IN_UPDATE = tuple(int(p) for p in version("rsl-rl-lib").split(".")[:2]) >= (5, 5)
-"""rsl-rl-lib 5.5 updates the observation normalisers at the end of ``update``; 5.4 did it in ``process_env_step``."""
+
+@functools.cache
+def normalizers_in_update() -> bool:
+    """Whether rsl_rl updates the observation normalisers at the end of ``update`` (5.5; 5.4: ``process_env_step``)."""
+    return tuple(int(p) for p in version("rsl-rl-lib").split(".")[:2]) >= (5, 5)
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class FastPPO(FinalObsPPO):
 
     Attributes:
         update_path: ``"graph"``, ``"eager"`` or ``"stock"`` (:data:`UpdatePath`).
-        fallback_reason: Why the update is not ``"graph"`` where it could have been (``None`` otherwise).
+        fallback_reason: Why the update runs stock, or eagerly after a failed capture (``None`` otherwise).
     """
 
     learning_rate: float
@@ -145,12 +149,16 @@ class FastPPO(FinalObsPPO):
                     state["step"] = state["step"].to(device=self.device, dtype=torch.float32)
 
     def save(self) -> dict:
-        """rsl_rl's checkpoint, with the learning rate as a float (as stock writes it, so stock ``PPO`` loads it)."""
+        """rsl_rl's checkpoint, written as stock writes it: stock ``PPO`` loads it as its own.
+
+        The learning rate is a float, Adam's step counts are on the CPU and its groups are not capturable.
+        """
         saved = super().save()
         if self.update_path != "stock":
-            optimizer = dict(saved["optimizer_state_dict"])
+            optimizer = saved["optimizer_state_dict"]
             groups = [{**g, "lr": self.learning_rate, "capturable": False} for g in optimizer["param_groups"]]
-            saved["optimizer_state_dict"] = {**optimizer, "param_groups": groups}
+            states = {k: {**v, "step": v["step"].cpu()} if "step" in v else v for k, v in optimizer["state"].items()}
+            saved["optimizer_state_dict"] = {**optimizer, "param_groups": groups, "state": states}
         return saved
 
     def load(self, loaded_dict: dict, load_cfg: dict | None, strict: bool) -> bool:
@@ -183,7 +191,7 @@ class FastPPO(FinalObsPPO):
                     self._graph_step(rollout, batch_index)
                 else:
                     self._step(rollout, batch_index)
-        if _NORMALIZERS_IN_UPDATE:  # as stock 5.5, after the minibatches
+        if normalizers_in_update():  # as stock 5.5, after the minibatches
             obs = st.observations.flatten(0, 1)
             self.actor.update_normalization(obs)
             self.critic.update_normalization(obs)
