@@ -7,7 +7,8 @@ The learners are built by rsl_rl's own ``PPO.construct_algorithm`` from mjlab's 
 (:func:`~gym_graphreset.integrations.rsl_rl_cfg.mjlab_ppo_cfg`: 512-256-128 ELU networks, normalised observations,
 adaptive learning rate, 4 minibatches, 5 epochs), with Go1's observation widths (45 actor, 48 critic) and 12 actions.
 The rollout is filled once with random data through ``act`` and ``process_env_step``; each timed repeat runs
-``update()`` on it (``update`` only rewinds the storage's cursor, so the data stay). Learners: ``stock``
+``update()`` on it (``update`` only rewinds the storage's cursor, so the data stay), the learners in turn, round
+after round, so that a change in the machine's load hits them alike. Learners: ``stock``
 (``FinalObsPPO``, rsl_rl's update), ``fast`` (``FastPPO``: a CUDA graph on CUDA, eager on the CPU) and, on CUDA,
 ``fast-eager`` (``FastPPO`` with ``cuda_graph=False``). Warm-up repeats (the graph's warm-up and capture among them)
 are not timed. Prints a table; ``--out`` writes it as JSON.
@@ -69,20 +70,15 @@ def build(algorithm: str, args: argparse.Namespace, cuda_graph: bool = True) -> 
     return alg
 
 
-def time_updates(alg: Any, args: argparse.Namespace) -> list[float]:
-    """Seconds of each timed ``update()`` (after ``--warmup`` untimed ones)."""
-    cuda = torch.device(args.device).type == "cuda"
-    seconds = []
-    for i in range(args.warmup + args.repeats):
-        if cuda:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        alg.update()
-        if cuda:
-            torch.cuda.synchronize()
-        if i >= args.warmup:
-            seconds.append(time.perf_counter() - start)
-    return seconds
+def time_update(alg: Any, cuda: bool) -> float:
+    """Seconds of one ``update()`` (the device synchronised before and after on CUDA)."""
+    if cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    alg.update()
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,11 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=7, help="timed updates per learner (the median is reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed updates first (CUDA graph warm-up and capture)")
     p.add_argument("--small", action="store_true", help="256 envs (a CPU-sized run)")
+    p.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's own)")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     args = p.parse_args(argv)
     for flag in ("envs", "steps", "mini_batches", "epochs", "repeats"):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    if args.threads is not None and args.threads < 1:
+        p.error(f"--threads must be >= 1, got {args.threads}")
     if args.warmup < 0:
         p.error(f"--warmup must be >= 0, got {args.warmup}")
     if args.small:
@@ -111,13 +110,24 @@ def main(argv: list[str] | None = None) -> int:
     learners = {"stock": ("finalobs", True), "fast": ("fast", True)}
     if device.type == "cuda":
         learners["fast-eager"] = ("fast", False)
-    rows = []
-    for name, (algorithm, cuda_graph) in learners.items():
-        alg = build(algorithm, args, cuda_graph)
-        seconds = time_updates(alg, args)
-        path = getattr(alg, "update_path", "stock")
-        rows.append({"learner": name, "path": path, "median_ms": 1e3 * statistics.median(seconds), "seconds": seconds})
-        del alg
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    algs = {name: build(algorithm, args, cuda_graph) for name, (algorithm, cuda_graph) in learners.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in algs}
+    for i in range(args.warmup + args.repeats):  # rounds: each learner in turn, so drifts in load hit all alike
+        for name, alg in algs.items():
+            took = time_update(alg, device.type == "cuda")
+            if i >= args.warmup:
+                seconds[name].append(took)
+    rows = [
+        {
+            "learner": name,
+            "path": getattr(alg, "update_path", "stock"),
+            "median_ms": 1e3 * statistics.median(seconds[name]),
+            "seconds": seconds[name],
+        }
+        for name, alg in algs.items()
+    ]
     stock_ms = rows[0]["median_ms"]
     samples = args.envs * args.steps
     print(f"PPO update, {args.envs} envs x {args.steps} steps = {samples} samples, {args.mini_batches} minibatches x ")
