@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=5, help="epochs per update (mjlab: 5)")
     p.add_argument("--repeats", type=int, default=7, help="timed updates per learner (the median is reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed updates first (CUDA graph warm-up and capture)")
-    p.add_argument("--small", action="store_true", help="256 envs (a CPU-sized run)")
+    p.add_argument("--small", action="store_true", help="a CPU-sized run: sets --envs 256")
     p.add_argument("--threads", type=int, help="torch's CPU threads (default: torch's own)")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     args = p.parse_args(argv)
@@ -130,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     stock_ms = rows[0]["median_ms"]
     samples = args.envs * args.steps
-    print(f"PPO update, {args.envs} envs x {args.steps} steps = {samples} samples, {args.mini_batches} minibatches x ")
-    print(f"{args.epochs} epochs, mjlab's Go1 networks, on {args.device} (median of {args.repeats})")
+    print(f"PPO update: {args.envs} envs x {args.steps} steps = {samples} samples, {args.mini_batches} minibatches")
+    print(f"x {args.epochs} epochs, mjlab's Go1 networks, on {args.device} (median of {args.repeats} rounds)")
     print(f"{'learner':<12} {'path':<8} {'median ms':>10} {'vs stock':>9}")
     for row in rows:
         row["speedup"] = stock_ms / row["median_ms"]
