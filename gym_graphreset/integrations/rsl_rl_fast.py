@@ -6,8 +6,8 @@ the critic, the optimiser, the observation normalisers, one ``randperm`` of the 
 actor's sample in each minibatch forward (the same random draws as stock). It keeps
 :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`'s time-out bootstrap from the final observation.
 
-What changes is where the numbers live. Stock reads the host at least four times per minibatch (the KL compared
-with its targets, and three ``.item()`` of the losses); here:
+What changes is where the numbers live. Stock reads the host three to six times per minibatch (three ``.item()``
+of the losses, and with the adaptive schedule one to three comparisons of the KL with its targets); here:
 
 - the learning rate is a 0-d float64 device tensor (``lr``), updated from the KL on the device with the same
   thresholds and the same float64 arithmetic as stock's Python floats, and handed to the optimiser as its tensor

@@ -180,3 +180,17 @@ def test_fast_learner_selects_fast_ppo(class_name: str) -> None:
     assert dataclasses.replace(fast.algorithm, class_name=class_name) == agent.algorithm
     assert with_learner(agent, "stock") is agent
     assert with_learner(agent, "turbo") == "--learner must be 'stock' or 'fast', got 'turbo'"
+
+
+@pytest.mark.slow
+def test_train_with_the_fast_learner(tmp_path: Path) -> None:
+    """``--learner fast`` trains with FastPPO: the resolved config and the checkpoint's ``rl_cfg`` name it, and the
+    checkpoint's learning rate is a float (stock's format)."""
+    folder = tmp_path / "fast"
+    argv = ["train", TASK, *TINY, "--learner", "fast", "--agent.max-iterations", "1", "--run-dir", str(folder)]
+    assert main([*argv, "--no-onnx"]) == 0
+    config = json.loads((folder / "config.json").read_text())
+    assert config["train"]["learner"] == "fast" and config["agent"]["algorithm"]["class_name"] == ALGORITHMS["fast"]
+    ckpt = torch.load(folder / "model_0.pt", weights_only=False)
+    assert ckpt["infos"]["rl_cfg"]["algorithm"]["class_name"] == ALGORITHMS["fast"]
+    assert {type(g["lr"]) for g in ckpt["optimizer_state_dict"]["param_groups"]} == {float}

@@ -203,7 +203,7 @@ def test_cuda_update_matches_stock_without_syncs_per_minibatch(cuda_graph: bool)
     parameters, losses and learning rate up to float32 rounding (capturable Adam computes its bias correction on the
     device in float32, stock on the host in float64: relative differences of order 1e-6); the graph stays captured;
     an update synchronises as often whatever the number of epochs (its one host read, and the normalisers' update
-    once), stock at least four times per minibatch. Not run where there is no GPU."""
+    once), stock at least four times per minibatch (adaptive schedule). Not run where there is no GPU."""
     stock = make_alg(FinalObsPPO, "cuda", schedule="adaptive")
     fast = make_alg(FastPPO, "cuda", schedule="adaptive", cuda_graph=cuda_graph)
     assert fast.update_path == ("graph" if cuda_graph else "eager")
