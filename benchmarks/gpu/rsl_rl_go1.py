@@ -92,7 +92,8 @@ def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, entropy_co
     """mjlab 1.6's Go1 velocity PPO config as an rsl_rl train config (the package's :func:`mjlab_ppo_cfg`).
 
     ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)`` time-out bootstrap) as
-    mjlab, or ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`. ``check_for_nan``:
+    mjlab, ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`, or ``"fast"``,
+    :class:`~gym_graphreset.integrations.rsl_rl_fast.FastPPO`. ``check_for_nan``:
     rsl_rl's per-step NaN check (stock runner: on). ``entropy_coef``: 0.01 (velocity), 0.005 (mjlab's G1 tracking).
     """
     cfg = mjlab_ppo_cfg(ENV_ID, algorithm)  # type: ignore[arg-type]
@@ -130,7 +131,8 @@ def _parser() -> argparse.ArgumentParser:
         "--algorithm",
         choices=sorted(ALGORITHMS),
         default="ppo",
-        help="rsl_rl's PPO (default, as mjlab) or FinalObsPPO (time-outs bootstrapped from the final observation)",
+        help="rsl_rl's PPO (default, as mjlab), FinalObsPPO (time-outs bootstrapped from the final observation) or "
+        "FastPPO (FinalObsPPO with no host read per minibatch of the update)",
     )
     p.add_argument(
         "--runner",

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gym_graphreset.cli.args import resolve_device, unregistered_env, usage_error
-from gym_graphreset.integrations.rsl_rl_cfg import RslRlRunnerCfg, mjlab_ppo_cfg
+from gym_graphreset.integrations.rsl_rl_cfg import ALGORITHMS, RslRlRunnerCfg, mjlab_ppo_cfg
 from gym_graphreset.managers.task_cfg import TaskCfg
 
 HELP = "train rsl_rl's PPO on a registered task (mjlab's settings for the legged tasks); every setting a flag"
@@ -58,6 +58,10 @@ class TrainCfg:
     """A checkpoint, or a run folder (its last checkpoint), to go on from; the iterations count on from it."""
     runner: Literal["stock", "syncfree"] = "stock"
     """rsl_rl's ``OnPolicyRunner`` (as mjlab) or the library's ``SyncFreeOnPolicyRunner`` (no host read per step)."""
+    learner: Literal["stock", "fast"] = "stock"
+    """``stock``: the algorithm of ``--agent.algorithm.class-name`` (rsl_rl's ``PPO``, as mjlab). ``fast``: ``FastPPO``,
+    rsl_rl's PPO loss and settings with the final-observation bootstrap and an update that makes no host read per
+    minibatch (a CUDA graph of the minibatch step on CUDA); it replaces ``PPO`` or ``FinalObsPPO``."""
     onnx: bool = True
     """Write ``policy.onnx`` (the last checkpoint's deterministic policy) at every save, when ``onnx`` is installed."""
     max_episode_steps: int | None = None
@@ -128,6 +132,25 @@ def checkpoint_path(path: Path) -> Path | str:
     return path
 
 
+def with_learner(agent: RslRlRunnerCfg, learner: str) -> RslRlRunnerCfg | str:
+    """``agent`` with the algorithm that ``--learner`` selects, or why it cannot be selected.
+
+    ``stock`` keeps ``agent``; ``fast`` puts ``FastPPO`` in place of rsl_rl's ``PPO`` or ``FinalObsPPO``.
+    """
+    if learner == "stock":
+        return agent
+    if learner != "fast":
+        return f"--learner must be 'stock' or 'fast', got {learner!r}"
+    name = agent.algorithm.class_name
+    if name not in (ALGORITHMS["ppo"], ALGORITHMS["finalobs"], ALGORITHMS["fast"]):
+        return (
+            f"--learner fast replaces rsl_rl's PPO or FinalObsPPO with FastPPO, but --agent.algorithm.class-name is "
+            f"{name!r}: leave one of them out"
+        )
+    algorithm = dataclasses.replace(agent.algorithm, class_name=ALGORITHMS["fast"])
+    return dataclasses.replace(agent, algorithm=algorithm)
+
+
 def _problem(cfg: TrainCfg) -> str | None:
     """What is wrong with the settings (before anything is built), or ``None``."""
     agent = cfg.agent
@@ -148,6 +171,8 @@ def _problem(cfg: TrainCfg) -> str | None:
         return f"--max-time must be a finite number of seconds > 0, got {cfg.max_time}"
     if not (math.isfinite(agent.algorithm.learning_rate) and agent.algorithm.learning_rate > 0):
         return f"--agent.algorithm.learning-rate must be a finite number > 0, got {agent.algorithm.learning_rate}"
+    if isinstance(problem := with_learner(agent, cfg.learner), str):
+        return problem
     if cfg.run_dir is not None:
         if cfg.run_dir.exists() and not cfg.run_dir.is_dir():
             return f"--run-dir {str(cfg.run_dir)!r} is a file"
@@ -195,7 +220,9 @@ def train(task: str, cfg: TrainCfg) -> int:
     except ImportError as exc:
         return usage_error(f"train needs rsl-rl-lib ({exc}): pip install 'gym_graphreset[rsl_rl]'")
 
-    agent = cfg.agent
+    agent = with_learner(cfg.agent, cfg.learner)
+    if isinstance(agent, str):  # _problem said so already
+        return usage_error(agent)
     preset = cfg.preset or ("step_graph" if device.type == "cuda" else "masked_persistent")
     env_kwargs: dict[str, Any] = {}
     if cfg.max_episode_steps is not None:

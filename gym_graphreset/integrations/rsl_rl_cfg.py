@@ -27,8 +27,13 @@ __all__ = [
     "mjlab_ppo_cfg",
 ]
 
-ALGORITHMS = {"ppo": "PPO", "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO"}
-"""Short names of the rsl_rl algorithms: rsl_rl's ``PPO`` (mjlab's) and the library's ``FinalObsPPO``."""
+ALGORITHMS = {
+    "ppo": "PPO",
+    "finalobs": "gym_graphreset.integrations.rsl_rl:FinalObsPPO",
+    "fast": "gym_graphreset.integrations.rsl_rl_fast:FastPPO",
+}
+"""Short names of the rsl_rl algorithms: rsl_rl's ``PPO`` (mjlab's), the library's ``FinalObsPPO`` and ``FastPPO``
+(``FinalObsPPO`` with an update that makes no host read per minibatch)."""
 
 TRACKING_TASK = "gym_graphreset/G1-Tracking-Flat-v0"
 MJLAB_TASKS = (
@@ -80,8 +85,9 @@ class RslRlPpoCfg:
     """rsl_rl's PPO settings."""
 
     class_name: str = ALGORITHMS["ppo"]
-    """The algorithm class: ``PPO``, or ``gym_graphreset.integrations.rsl_rl:FinalObsPPO`` (time-outs bootstrapped
-    from the final observation)."""
+    """The algorithm class: ``PPO``, ``gym_graphreset.integrations.rsl_rl:FinalObsPPO`` (time-outs bootstrapped
+    from the final observation) or ``gym_graphreset.integrations.rsl_rl_fast:FastPPO`` (the same, with an update
+    that makes no host read per minibatch)."""
     num_learning_epochs: int = 5
     """Passes over each rollout."""
     num_mini_batches: int = 4
@@ -148,13 +154,14 @@ def _lists(value: Any) -> Any:
     return value
 
 
-def mjlab_ppo_cfg(env_id: str, algorithm: Literal["ppo", "finalobs"] = "ppo") -> RslRlRunnerCfg:
+def mjlab_ppo_cfg(env_id: str, algorithm: Literal["ppo", "finalobs", "fast"] = "ppo") -> RslRlRunnerCfg:
     """The PPO settings of ``env_id``: mjlab's for the shipped legged tasks (:data:`MJLAB_TASKS`).
 
     Other tasks get the same numbers with both networks reading the ``policy`` observation (no ``critic`` group).
 
-    ``algorithm``: ``"ppo"``, rsl_rl's ``PPO`` (as mjlab), or ``"finalobs"``,
-    :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`.
+    ``algorithm``: ``"ppo"``, rsl_rl's ``PPO`` (as mjlab), ``"finalobs"``,
+    :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`, or ``"fast"``,
+    :class:`~gym_graphreset.integrations.rsl_rl_fast.FastPPO`.
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"`algorithm` must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")

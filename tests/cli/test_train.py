@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pytest
 import torch
 
 from gym_graphreset.cli import main
+from gym_graphreset.cli.train import with_learner
+from gym_graphreset.integrations.rsl_rl_cfg import ALGORITHMS, RslRlRunnerCfg, mjlab_ppo_cfg
 
 pytest.importorskip("rsl_rl", reason="train runs rsl_rl (the `rsl_rl` extra)")
 pytest.importorskip("tyro", reason="train parses its flags with tyro (the `rsl_rl` extra)")
@@ -149,6 +152,11 @@ def test_train_help_lists_the_task_and_learner_fields(capsys: pytest.CaptureFixt
         ([TASK, "--max-time", "-1"], "--max-time must be a finite number of seconds > 0, got -1.0"),
         ([TASK, "--device", "gpu"], "--device must be cuda, cuda:N, cpu or auto, got 'gpu'"),
         ([TASK, "--resume", "/no/such/run"], "--resume '/no/such/run' is neither a checkpoint file nor a run folder"),
+        (
+            [TASK, "--learner", "fast", "--agent.algorithm.class-name", "my_lab:MyPPO"],
+            "--learner fast replaces rsl_rl's PPO or FinalObsPPO with FastPPO, but --agent.algorithm.class-name is "
+            "'my_lab:MyPPO': leave one of them out",
+        ),
     ],
 )
 def test_train_refuses_bad_settings_by_name_before_building(
@@ -166,3 +174,39 @@ def test_train_refuses_a_run_folder_with_checkpoints(tmp_path: Path, capsys: pyt
     (tmp_path / "model_3.pt").write_bytes(b"")
     assert main(["train", TASK, "--device", "cpu", "--run-dir", str(tmp_path)]) == 2
     assert f"--run-dir {str(tmp_path)!r} already holds checkpoints" in capsys.readouterr().err
+
+
+def test_train_refuses_an_unknown_learner(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--learner`` takes ``stock`` or ``fast``; anything else is a usage error naming the flag and the choices."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", TASK, "--learner", "turbo"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "--learner" in err and "turbo" in err and "fast" in err
+
+
+@pytest.mark.parametrize("class_name", [ALGORITHMS["ppo"], ALGORITHMS["finalobs"]])
+def test_fast_learner_selects_fast_ppo(class_name: str) -> None:
+    """``--learner fast`` swaps rsl_rl's PPO or FinalObsPPO for FastPPO and keeps every other setting;
+    ``--learner stock`` keeps the algorithm given; an unknown learner name is refused by name."""
+    agent = mjlab_ppo_cfg(f"gym_graphreset/{TASK}")
+    agent.algorithm.class_name = class_name
+    fast = with_learner(agent, "fast")
+    assert isinstance(fast, RslRlRunnerCfg) and fast.algorithm.class_name == ALGORITHMS["fast"]
+    assert dataclasses.replace(fast.algorithm, class_name=class_name) == agent.algorithm
+    assert with_learner(agent, "stock") is agent
+    assert with_learner(agent, "turbo") == "--learner must be 'stock' or 'fast', got 'turbo'"
+
+
+@pytest.mark.slow
+def test_train_with_the_fast_learner(tmp_path: Path) -> None:
+    """``--learner fast`` trains with FastPPO: the resolved config and the checkpoint's ``rl_cfg`` name it, and the
+    checkpoint's learning rate is a float (stock's format)."""
+    folder = tmp_path / "fast"
+    argv = ["train", TASK, *TINY, "--learner", "fast", "--agent.max-iterations", "1", "--run-dir", str(folder)]
+    assert main([*argv, "--no-onnx"]) == 0
+    config = json.loads((folder / "config.json").read_text())
+    assert config["train"]["learner"] == "fast" and config["agent"]["algorithm"]["class_name"] == ALGORITHMS["fast"]
+    ckpt = torch.load(folder / "model_0.pt", weights_only=False)
+    assert ckpt["infos"]["rl_cfg"]["algorithm"]["class_name"] == ALGORITHMS["fast"]
+    assert {type(g["lr"]) for g in ckpt["optimizer_state_dict"]["param_groups"]} == {float}
