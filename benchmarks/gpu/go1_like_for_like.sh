@@ -10,6 +10,8 @@
 #   RUN=stock        rsl_rl PPO + OnPolicyRunner on this library (benchmarks/gpu/rsl_rl_go1.py): the headline row
 #   RUN=finalobs     ... with FinalObsPPO (time-outs bootstrapped from the true final observation)
 #   RUN=syncfree     ... with stock PPO and SyncFreeOnPolicyRunner (no host read per rollout step)
+#   RUN=fast         ... with FastPPO (rsl_rl's update, one host read per update, captured on CUDA) and
+#                    SyncFreeOnPolicyRunner: the faster learner with the same algorithm
 #   RUN=ppo-example  examples/ppo_continuous.py --preset mjlab-<ROBOT> (this library's own PPO, captured update)
 # SEED (42; run >= 2 seeds per RUN where time allows), BUDGET_S (240: the training loop's wall-clock, the same
 # for every run), NUM_ENVS (4096), DEADLINE_S (570: this whole command, under the 600 s limit), MODEL_XML (default:
@@ -39,7 +41,7 @@
 # with SAVE=1 the final checkpoint in <ROBOT>-l4l-<RUN>-s<SEED>.ckpt/ (the PPO example's: in its .d/ folder).
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
-RUN=${RUN:?set RUN to one of: mjlab stock finalobs syncfree ppo-example}
+RUN=${RUN:?set RUN to one of: mjlab stock finalobs syncfree fast ppo-example}
 SEED=${SEED:-42}
 BUDGET_S=${BUDGET_S:-240}
 NUM_ENVS=${NUM_ENVS:-4096}
@@ -61,8 +63,8 @@ log() { echo "[$(date +%T) +${SECONDS}s] $*" | tee -a "$LOG"; }
 left() { echo $((DEADLINE_S - SECONDS - 20)); }  # what the training may take: 20 s kept for the record
 
 case $RUN in
-  mjlab | stock | finalobs | syncfree | ppo-example) ;;
-  *) log "RUN must be one of: mjlab stock finalobs syncfree ppo-example, got '$RUN'"; exit 2 ;;
+  mjlab | stock | finalobs | syncfree | fast | ppo-example) ;;
+  *) log "RUN must be one of: mjlab stock finalobs syncfree fast ppo-example, got '$RUN'"; exit 2 ;;
 esac
 case $ROBOT in
   go1) PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 ;;
@@ -93,7 +95,7 @@ if [[ $RUN != mjlab && ! -f $MODEL_XML ]]; then
   log "no $ROBOT.xml (MODEL_XML='$MODEL_XML'): stage the mjlab kit (step 3) or set MODEL_XML"
   exit 2
 fi
-if [[ $RUN == stock || $RUN == finalobs || $RUN == syncfree ]]; then
+if [[ $RUN == stock || $RUN == finalobs || $RUN == syncfree || $RUN == fast ]]; then
   ours=$(rsl_version "$TRAINERS_SITE") theirs=$(rsl_version "$MJ_PYTHONPATH")
   if [[ $ours == none ]]; then
     log "rsl-rl-lib is not staged in $TRAINERS_SITE: stage the trainers kit (step 2)"
@@ -109,10 +111,11 @@ case $RUN in
     PYTHONPATH=$MJ_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/mjlab_train.py --budget-s "$BUDGET_S" \
       --task "$PEER_TASK" --num-envs "$NUM_ENVS" --seed "$SEED" --out "$OUT" --name "$NAME.json" >"$WORK/$NAME.out" 2>&1
     ;;
-  stock | finalobs | syncfree)
+  stock | finalobs | syncfree | fast)
     algorithm=ppo runner=stock
     [[ $RUN == finalobs ]] && algorithm=finalobs
     [[ $RUN == syncfree ]] && runner=syncfree
+    [[ $RUN == fast ]] && algorithm=fast runner=syncfree
     save=()
     ((SAVE)) && save=(--save-dir "$OUT/$NAME.ckpt" --save-every 1000000)  # the final checkpoint alone
     PYTHONPATH=$TRAINERS_SITE:$OURS_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/rsl_rl_go1.py \

@@ -25,13 +25,14 @@ from gym_graphreset.bench.training_plots import plot_training_comparison, summar
 
 PATTERN = re.compile(r"(?P<robot>go1|g1)-l4l-(?P<run>.+)-s(?P<seed>-?\d+)\.json")
 """The file names the driver writes."""
-ORDER = ("mjlab", "stock", "finalobs", "syncfree", "ppo-example")
+ORDER = ("mjlab", "stock", "finalobs", "syncfree", "fast", "ppo-example")
 """Runs in the legend's and table's order (others after them, by name)."""
 LABELS = {
     "mjlab": "mjlab",
     "stock": "ours: rsl_rl PPO + OnPolicyRunner",
     "finalobs": "ours: FinalObsPPO + OnPolicyRunner",
     "syncfree": "ours: PPO + SyncFreeOnPolicyRunner",
+    "fast": "ours: FastPPO + SyncFreeOnPolicyRunner",
     "ppo-example": "ours: PPO example (captured update)",
 }
 """Run -> legend label; ``"mjlab"`` is the reference."""
