@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import gymnasium as gym
 
@@ -12,7 +12,7 @@ from gym_graphreset.managers import registry
 if TYPE_CHECKING:
     from gym_graphreset.managers.task_cfg import TaskCfg
 
-__all__ = ["MUJOCO_TASKS", "TASK_LAYER", "register_envs", "task_cfg"]
+__all__ = ["MUJOCO_TASKS", "TASK_LAYER", "LayerTask", "register_envs", "task_cfg"]
 
 
 def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
@@ -51,32 +51,38 @@ def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
     return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
 
 
-_VELOCITY = "gym_graphreset.tasks.velocity.config"
+class LayerTask(NamedTuple):
+    """A task-layer id's registration: :func:`~gym_graphreset.managers.registry.register_task`'s arguments."""
+
+    task: str
+    env_class: str
+    options: tuple[str, ...]
+    max_episode_steps: int
+
+
+_CFGS = "gym_graphreset.tasks.velocity.config"
+_ENVS = "gym_graphreset.tasks.velocity.velocity_env"
 _TRACKING = "gym_graphreset.tasks.tracking.config.g1.flat_env_cfg"
 _MODEL = (*MODEL_OPTIONS, "obs_clip", "forward_before_obs")
 TASK_LAYER = {
-    "gym_graphreset/Go1-Velocity-Flat-v0": (f"{_VELOCITY}.go1.env_cfgs:go1_velocity_flat_cfg", _MODEL, 1000),
-    "gym_graphreset/Go1-Velocity-Rough-v0": (
-        f"{_VELOCITY}.go1.env_cfgs:go1_velocity_rough_cfg",
-        (*_MODEL, "terrain"),
-        1000,
+    "gym_graphreset/Go1-Velocity-Flat-v0": LayerTask(
+        f"{_CFGS}.go1.env_cfgs:go1_velocity_flat_cfg", f"{_ENVS}:Go1VelocityFlatEnv", _MODEL, 1000
     ),
-    "gym_graphreset/G1-Velocity-Flat-v0": (f"{_VELOCITY}.g1.env_cfgs:g1_velocity_flat_cfg", _MODEL, 1000),
-    "gym_graphreset/G1-Velocity-Rough-v0": (
-        f"{_VELOCITY}.g1.env_cfgs:g1_velocity_rough_cfg",
-        (*_MODEL, "terrain"),
-        1000,
+    "gym_graphreset/Go1-Velocity-Rough-v0": LayerTask(
+        f"{_CFGS}.go1.env_cfgs:go1_velocity_rough_cfg", f"{_ENVS}:Go1VelocityRoughEnv", (*_MODEL, "terrain"), 1000
     ),
-    "gym_graphreset/G1-Tracking-Flat-v0": (f"{_TRACKING}:g1_tracking_flat_cfg", ("motion_file", *_MODEL), 500),
+    "gym_graphreset/G1-Velocity-Flat-v0": LayerTask(
+        f"{_CFGS}.g1.env_cfgs:g1_velocity_flat_cfg", f"{_ENVS}:G1VelocityFlatEnv", _MODEL, 1000
+    ),
+    "gym_graphreset/G1-Velocity-Rough-v0": LayerTask(
+        f"{_CFGS}.g1.env_cfgs:g1_velocity_rough_cfg", f"{_ENVS}:G1VelocityRoughEnv", (*_MODEL, "terrain"), 1000
+    ),
+    "gym_graphreset/G1-Tracking-Flat-v0": LayerTask(
+        f"{_TRACKING}:g1_tracking_flat_cfg", f"{_TRACKING}:G1TrackingFlatEnv", ("motion_file", *_MODEL), 500
+    ),
 }
-"""The library's task-layer ids: ``(task, options, max_episode_steps)``, registered with :func:`register_task`."""
-_ENV_CLASSES = {
-    "gym_graphreset/Go1-Velocity-Flat-v0": f"{_VELOCITY}.go1:Go1VelocityFlatEnv",
-    "gym_graphreset/Go1-Velocity-Rough-v0": f"{_VELOCITY}.go1:Go1VelocityRoughEnv",
-    "gym_graphreset/G1-Velocity-Flat-v0": f"{_VELOCITY}.g1:G1VelocityFlatEnv",
-    "gym_graphreset/G1-Velocity-Rough-v0": f"{_VELOCITY}.g1:G1VelocityRoughEnv",
-    "gym_graphreset/G1-Tracking-Flat-v0": f"{_TRACKING}:G1TrackingFlatEnv",
-}
+"""The library's task-layer ids, registered with :func:`~gym_graphreset.managers.registry.register_task` as a user's
+task is: the task and its env class named lazily (imported when an env is made), the ``make_vec`` options."""
 
 
 def task_cfg(env_id: str) -> TaskCfg | None:
@@ -92,11 +98,9 @@ def register_envs() -> None:
     """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
     if "gym_graphreset/ResetHeavyHalfCheetah-v0" not in gym.registry:
         gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
-    for env_id, (task, options, horizon) in TASK_LAYER.items():
+    for env_id, (task, env_class, options, steps) in TASK_LAYER.items():
         if env_id not in gym.registry:  # a user's task registers the same way (docs/tasks.md)
-            registry.register_task(
-                env_id, task, env_class=_ENV_CLASSES[env_id], options=options, max_episode_steps=horizon
-            )
+            registry.register_task(env_id, task, env_class=env_class, options=options, max_episode_steps=steps)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
             horizon = gym.spec(task).max_episode_steps  # Gymnasium's own registration (Reacher: 50)

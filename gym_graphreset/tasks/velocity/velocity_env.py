@@ -1,8 +1,9 @@
 """A legged robot's velocity-tracking env: the task layer's env with the twist command and foot contacts at hand.
 
-:class:`VelocityEnv` runs any task of :func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.velocity_task` (its
-robot's config); each robot's registered id builds one (e.g.
-:class:`~gym_graphreset.tasks.velocity.config.go1.Go1VelocityFlatEnv`).
+:class:`VelocityEnv` runs any task of :func:`~gym_graphreset.tasks.velocity.velocity_env_cfg.velocity_task`. The
+library's velocity ids build it through their classes here (``Go1VelocityFlatEnv(n, ...)`` is
+``gym.make_vec("gym_graphreset/Go1-Velocity-Flat-v0", n, ...)``); their tasks are the robots' configs
+(:mod:`~gym_graphreset.tasks.velocity.config.go1.env_cfgs`, :mod:`~gym_graphreset.tasks.velocity.config.g1.env_cfgs`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,16 @@ from __future__ import annotations
 import torch
 
 from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
+from gym_graphreset.managers.task_env import TaskEnv
 from gym_graphreset.mdp.commands import VelocityCommand
 
-__all__ = ["VelocityEnv"]
+__all__ = [
+    "G1VelocityFlatEnv",
+    "G1VelocityRoughEnv",
+    "Go1VelocityFlatEnv",
+    "Go1VelocityRoughEnv",
+    "VelocityEnv",
+]
 
 
 class VelocityEnv(ManagerBasedEnv):
@@ -63,3 +71,27 @@ class VelocityEnv(ManagerBasedEnv):
     def in_contact(self) -> torch.Tensor:
         """``(n, feet)`` foot contact flags (1.0 / 0.0)."""
         return self.sensors["feet_contact"].in_contact
+
+
+class Go1VelocityFlatEnv(TaskEnv, VelocityEnv):
+    """``gym_graphreset/Go1-Velocity-Flat-v0``: ``Go1VelocityFlatEnv(n, model_xml=..., keep_sensors=..., cfg=...)``."""
+
+    env_id = "gym_graphreset/Go1-Velocity-Flat-v0"
+
+
+class Go1VelocityRoughEnv(TaskEnv, VelocityEnv):
+    """``gym_graphreset/Go1-Velocity-Rough-v0``: as :class:`Go1VelocityFlatEnv`, plus ``terrain=`` (the grid)."""
+
+    env_id = "gym_graphreset/Go1-Velocity-Rough-v0"
+
+
+class G1VelocityFlatEnv(TaskEnv, VelocityEnv):
+    """``gym_graphreset/G1-Velocity-Flat-v0``: ``G1VelocityFlatEnv(n, model_xml=..., keep_sensors=..., cfg=...)``."""
+
+    env_id = "gym_graphreset/G1-Velocity-Flat-v0"
+
+
+class G1VelocityRoughEnv(TaskEnv, VelocityEnv):
+    """``gym_graphreset/G1-Velocity-Rough-v0``: as :class:`G1VelocityFlatEnv`, plus ``terrain=`` (the grid)."""
+
+    env_id = "gym_graphreset/G1-Velocity-Rough-v0"

@@ -1,12 +1,12 @@
 """``gym_graphreset/G1-Velocity-Flat-v0`` and ``-Rough-v0``: Unitree G1 humanoid velocity tracking at mjlab 1.6's spec.
 
-The tasks are configs (:mod:`~gym_graphreset.tasks.velocity.config.g1.env_cfgs`) on the 29-DoF model of
+The tasks are configs (:mod:`~gym_graphreset.tasks.velocity.config.g1.env_cfgs`; their envs
+:class:`~gym_graphreset.tasks.velocity.velocity_env.G1VelocityFlatEnv`, `...RoughEnv`) on the 29-DoF model of
 :mod:`~gym_graphreset.assets.robots.g1.model`. Observations: ``policy`` (99, noisy; the joint positions carry a
 per-env encoder bias) and ``critic`` (113, noise-free, plus foot height, air time, contact and force); the rough
 task adds its height scan to both. ``info["reward_terms"]`` is ``(num_envs, len(REWARD_NAMES))``.
 """
 
-from gym_graphreset.managers.task_env import TaskEnv
 from gym_graphreset.tasks.velocity.config.g1.env_cfgs import (
     G1,
     G1_ROUGH_TERRAIN,
@@ -15,7 +15,7 @@ from gym_graphreset.tasks.velocity.config.g1.env_cfgs import (
     g1_velocity_flat_cfg,
     g1_velocity_rough_cfg,
 )
-from gym_graphreset.tasks.velocity.velocity_env import VelocityEnv
+from gym_graphreset.tasks.velocity.velocity_env import G1VelocityFlatEnv, G1VelocityRoughEnv
 
 __all__ = [
     "G1",
@@ -27,15 +27,3 @@ __all__ = [
     "g1_velocity_flat_cfg",
     "g1_velocity_rough_cfg",
 ]
-
-
-class G1VelocityFlatEnv(TaskEnv, VelocityEnv):
-    """``gym_graphreset/G1-Velocity-Flat-v0``: ``G1VelocityFlatEnv(n, model_xml=..., keep_sensors=..., cfg=...)``."""
-
-    env_id = "gym_graphreset/G1-Velocity-Flat-v0"
-
-
-class G1VelocityRoughEnv(TaskEnv, VelocityEnv):
-    """``gym_graphreset/G1-Velocity-Rough-v0``: as :class:`G1VelocityFlatEnv`, plus ``terrain=`` (the grid)."""
-
-    env_id = "gym_graphreset/G1-Velocity-Rough-v0"

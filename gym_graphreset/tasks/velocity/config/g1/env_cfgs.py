@@ -58,7 +58,16 @@ G1 = LeggedRobot(
 """The G1 of this package's MJCF; on another file of it (29 DoF, mjlab's names): ``G1.with_model(path)``."""
 G1_ROUGH_TERRAIN = replace(terrains.ROUGH_TERRAINS_CFG, geom_group=1)
 """mjlab's rough grid, in geom group 1: visible, and used by neither G1 model (visuals 2, collisions 3)."""
-_GROUPS = ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll", "waist_yaw", "waist_roll")
+_GROUPS: tuple[str, ...] = (
+    "hip_pitch",
+    "hip_roll",
+    "hip_yaw",
+    "knee",
+    "ankle_pitch",
+    "ankle_roll",
+    "waist_yaw",
+    "waist_roll",
+)
 _GROUPS += ("waist_pitch", "shoulder_pitch", "shoulder_roll", "shoulder_yaw", "elbow", "wrist")
 _WALKING = (0.3, 0.15, 0.15, 0.35, 0.25, 0.1, 0.2, 0.08, 0.1, 0.15, 0.15, 0.1, 0.15, 0.3)
 _RUNNING = (0.5, 0.2, 0.2, 0.6, 0.35, 0.15, 0.3, 0.08, 0.2, 0.5, 0.2, 0.15, 0.35, 0.3)
