@@ -5,7 +5,7 @@ task: the twist command with heading, standing and forward-only rows and its spe
 observation groups (a noisy ``policy`` group with encoder-biased joints, a clean ``critic`` group with foot
 state), every reward term and weight, the fall and time-out terminations, and the reset, push and
 domain-randomisation events. A robot's own config then changes what differs for it (see
-:func:`gym_graphreset.tasks.velocity.config.go1.flat_env_cfg.go1_velocity_flat_cfg`).
+:func:`gym_graphreset.tasks.velocity.config.go1.env_cfgs.go1_velocity_flat_cfg`).
 """
 
 from __future__ import annotations
