@@ -21,9 +21,15 @@ from gym_graphreset.assets.robot_model import MODEL_OPTIONS
 if TYPE_CHECKING:
     from gym_graphreset.managers.task_cfg import TaskCfg
 
-__all__ = ["MODEL_OPTIONS", "RegisteredTask", "make_task_env", "register_task", "registered_task", "task_cfg"]
+__all__ = [
+    "CFG_EDITS",
+    "RegisteredTask",
+    "make_task_env",
+    "register_task",
+    "registered_task",
+    "task_cfg",
+]
 
-TaskFactory = Callable[..., "TaskCfg"]
 CFG_EDITS = ("obs_clip", "forward_before_obs")
 """The ``TaskCfg`` fields a task may take as options: ``replace(cfg, field=value)``, on a given ``cfg=`` too."""
 
@@ -119,14 +125,14 @@ def _qualname(task: Any) -> str:
     return str(getattr(task, "__name__", type(task).__name__))
 
 
-def make_task_env(task: TaskCfg | TaskFactory, num_envs: int = 1, **kwargs: Any) -> Any:
+def make_task_env(task: TaskCfg | Callable[..., TaskCfg], num_envs: int = 1, **kwargs: Any) -> Any:
     """A :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` of ``task`` (a config or a factory)."""
     return RegisteredTask("<unregistered>", task)(num_envs, **kwargs)
 
 
 def register_task(
     env_id: str,
-    task: TaskCfg | TaskFactory | str,
+    task: TaskCfg | Callable[..., TaskCfg] | str,
     *,
     env_class: type | str | None = None,
     options: tuple[str, ...] = (),

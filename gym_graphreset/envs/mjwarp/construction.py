@@ -41,7 +41,7 @@ def check_contact_limits(nconmax: int | None, njmax: int | None) -> None:
             )
 
 
-class MJWarpEnvBase(VectorEnv):
+class _MJWarpEnvBase(VectorEnv):
     """Model loading, device state, spaces, frame drawing and copy refusal of ``MJWarpVectorEnv``."""
 
     device: torch.device

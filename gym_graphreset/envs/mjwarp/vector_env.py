@@ -29,7 +29,7 @@ from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.constants import ModelConstants
-from gym_graphreset.envs.mjwarp.construction import MJWarpEnvBase, check_contact_limits, default_device
+from gym_graphreset.envs.mjwarp.construction import _MJWarpEnvBase, check_contact_limits, default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
 
@@ -39,7 +39,7 @@ OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
-class MJWarpVectorEnv(SubstepRecording, ModelConstants, MJWarpEnvBase):
+class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
     Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 TORSO = "torso_link"
+"""The body of the upright reward, the COM event and the torso-rate term (and the tracking task's anchor)."""
 G1 = LeggedRobot(
     model=RobotModel(g1.build_g1_xml),
     joint_names=g1.JOINT_NAMES,
