@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import gymnasium as gym
 
-__all__ = ["MUJOCO_TASKS", "register_envs", "task_cfg"]
+from gym_graphreset.assets.robot_model import MODEL_OPTIONS
+from gym_graphreset.managers import registry
+
+if TYPE_CHECKING:
+    from gym_graphreset.managers.task_cfg import TaskCfg
+
+__all__ = ["MUJOCO_TASKS", "TASK_LAYER", "LayerTask", "register_envs", "task_cfg"]
 
 
 def _make_cartpole(num_envs: int = 1, **kwargs: Any) -> Any:
@@ -45,84 +51,56 @@ def _make_reset_heavy(num_envs: int = 1, **kwargs: Any) -> Any:
     return ResetHeavyHalfCheetahEnv(num_envs, **kwargs)
 
 
-def _make_go1(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.tasks.velocity.config.go1 import Go1VelocityFlatEnv
+class LayerTask(NamedTuple):
+    """A task-layer id's registration: :func:`~gym_graphreset.managers.registry.register_task`'s arguments."""
 
-    return Go1VelocityFlatEnv(num_envs, **kwargs)
-
-
-def _make_go1_rough(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import Go1VelocityRoughEnv
-
-    return Go1VelocityRoughEnv(num_envs, **kwargs)
+    task: str
+    env_class: str
+    options: tuple[str, ...]
+    max_episode_steps: int
 
 
-def _make_g1(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.tasks.velocity.config.g1 import G1VelocityFlatEnv
+_CFGS = "gym_graphreset.tasks.velocity.config"
+_ENVS = "gym_graphreset.tasks.velocity.velocity_env"
+_TRACKING = "gym_graphreset.tasks.tracking.config.g1.flat_env_cfg"
+_MODEL = (*MODEL_OPTIONS, "obs_clip", "forward_before_obs", "forward_passes")
+TASK_LAYER = {
+    "gym_graphreset/Go1-Velocity-Flat-v0": LayerTask(
+        f"{_CFGS}.go1.env_cfgs:go1_velocity_flat_cfg", f"{_ENVS}:Go1VelocityFlatEnv", _MODEL, 1000
+    ),
+    "gym_graphreset/Go1-Velocity-Rough-v0": LayerTask(
+        f"{_CFGS}.go1.env_cfgs:go1_velocity_rough_cfg", f"{_ENVS}:Go1VelocityRoughEnv", (*_MODEL, "terrain"), 1000
+    ),
+    "gym_graphreset/G1-Velocity-Flat-v0": LayerTask(
+        f"{_CFGS}.g1.env_cfgs:g1_velocity_flat_cfg", f"{_ENVS}:G1VelocityFlatEnv", _MODEL, 1000
+    ),
+    "gym_graphreset/G1-Velocity-Rough-v0": LayerTask(
+        f"{_CFGS}.g1.env_cfgs:g1_velocity_rough_cfg", f"{_ENVS}:G1VelocityRoughEnv", (*_MODEL, "terrain"), 1000
+    ),
+    "gym_graphreset/G1-Tracking-Flat-v0": LayerTask(
+        f"{_TRACKING}:g1_tracking_flat_cfg", f"{_TRACKING}:G1TrackingFlatEnv", ("motion_file", *_MODEL), 500
+    ),
+}
+"""The library's task-layer ids, registered with :func:`~gym_graphreset.managers.registry.register_task` as a user's
+task is: the task and its env class named lazily (imported when an env is made), the ``make_vec`` options."""
 
-    return G1VelocityFlatEnv(num_envs, **kwargs)
 
-
-def _make_g1_rough(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.tasks.velocity.config.g1.rough_env_cfg import G1VelocityRoughEnv
-
-    return G1VelocityRoughEnv(num_envs, **kwargs)
-
-
-def _make_g1_tracking(num_envs: int = 1, **kwargs: Any) -> Any:
-    from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import G1TrackingFlatEnv
-
-    return G1TrackingFlatEnv(num_envs, **kwargs)
-
-
-def task_cfg(env_id: str) -> Any:
-    """The :class:`~gym_graphreset.managers.task_cfg.TaskCfg` a shipped task-layer id builds by default (its ``cfg=``).
+def task_cfg(env_id: str) -> TaskCfg | None:
+    """The :class:`~gym_graphreset.managers.task_cfg.TaskCfg` a registered task id builds by default (its ``cfg=``).
 
     ``None`` for an id that takes no task config (the Gymnasium MuJoCo tasks, CartPole, ids registered elsewhere).
+    Answered from the one registry (:func:`~gym_graphreset.managers.registry.task_cfg`).
     """
-    if env_id == "gym_graphreset/Go1-Velocity-Flat-v0":
-        from gym_graphreset.tasks.velocity.config.go1 import go1_velocity_flat_cfg
-
-        return go1_velocity_flat_cfg()
-    if env_id == "gym_graphreset/Go1-Velocity-Rough-v0":
-        from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import go1_velocity_rough_cfg
-
-        return go1_velocity_rough_cfg()
-    if env_id == "gym_graphreset/G1-Velocity-Flat-v0":
-        from gym_graphreset.tasks.velocity.config.g1 import g1_velocity_flat_cfg
-
-        return g1_velocity_flat_cfg()
-    if env_id == "gym_graphreset/G1-Velocity-Rough-v0":
-        from gym_graphreset.tasks.velocity.config.g1.rough_env_cfg import g1_velocity_rough_cfg
-
-        return g1_velocity_rough_cfg()
-    if env_id == "gym_graphreset/G1-Tracking-Flat-v0":
-        from gym_graphreset.tasks.tracking.config.g1.flat_env_cfg import g1_tracking_flat_cfg
-
-        return g1_tracking_flat_cfg()
-    return None
+    return registry.task_cfg(env_id)
 
 
 def register_envs() -> None:
     """Register every env id once (idempotent); MuJoCo Warp is imported only when an env is made."""
     if "gym_graphreset/ResetHeavyHalfCheetah-v0" not in gym.registry:
         gym.register(id="gym_graphreset/ResetHeavyHalfCheetah-v0", vector_entry_point=_make_reset_heavy)
-    if "gym_graphreset/Go1-Velocity-Flat-v0" not in gym.registry:
-        gym.register(id="gym_graphreset/Go1-Velocity-Flat-v0", vector_entry_point=_make_go1, max_episode_steps=1000)
-    if "gym_graphreset/Go1-Velocity-Rough-v0" not in gym.registry:
-        gym.register(
-            id="gym_graphreset/Go1-Velocity-Rough-v0", vector_entry_point=_make_go1_rough, max_episode_steps=1000
-        )
-    if "gym_graphreset/G1-Velocity-Flat-v0" not in gym.registry:
-        gym.register(id="gym_graphreset/G1-Velocity-Flat-v0", vector_entry_point=_make_g1, max_episode_steps=1000)
-    if "gym_graphreset/G1-Velocity-Rough-v0" not in gym.registry:
-        gym.register(
-            id="gym_graphreset/G1-Velocity-Rough-v0", vector_entry_point=_make_g1_rough, max_episode_steps=1000
-        )
-    if "gym_graphreset/G1-Tracking-Flat-v0" not in gym.registry:
-        gym.register(
-            id="gym_graphreset/G1-Tracking-Flat-v0", vector_entry_point=_make_g1_tracking, max_episode_steps=500
-        )
+    for env_id, (task, env_class, options, steps) in TASK_LAYER.items():
+        if env_id not in gym.registry:  # a user's task registers the same way (docs/tasks.md)
+            registry.register_task(env_id, task, env_class=env_class, options=options, max_episode_steps=steps)
     for task in MUJOCO_TASKS:
         if f"gym_graphreset/{task}" not in gym.registry:
             horizon = gym.spec(task).max_episode_steps  # Gymnasium's own registration (Reacher: 50)

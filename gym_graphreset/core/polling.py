@@ -202,7 +202,11 @@ class RankPoll:
         dist.all_gather_object(labels, (list(request.names), list(request.messages), failure, settings), group=group)
         checks = [
             FailedCheck(
-                labels[r][0][i], labels[r][1][i], v, ranks[r], *_rows(values_of[r][3 + cap + 2 * i : 5 + cap + 2 * i])
+                labels[r][0][i],
+                labels[r][1][i],
+                v,
+                ranks[r],
+                *row_span(values_of[r][3 + cap + 2 * i : 5 + cap + 2 * i]),
             )
             for r, values in enumerate(per_rank)
             for i, v in enumerate(values[: len(labels[r][0])])
@@ -248,7 +252,8 @@ class RankPoll:
         return []
 
 
-def _rows(pair: list[int]) -> tuple[int | None, int | None]:
+def row_span(pair: list[int]) -> tuple[int | None, int | None]:
+    """A failed check's ``[first row, row count]`` as ``FailedCheck`` holds it (``None``, ``None``: no row)."""
     first, count = pair
     return (first, count) if count > 0 else (None, None)
 

@@ -25,7 +25,7 @@ from gym_graphreset.core.polling import (
     FailedCheck,
     PollRequest,
     RankPoll,
-    _rows,
+    row_span,
 )
 
 __all__ = ["PendingChecks", "ValidationLatch", "finite_rows"]
@@ -293,7 +293,7 @@ class ValidationLatch:
             n = len(names)
             values = torch.cat((self.first_failed[:n], self.rows[:n].flatten())).tolist()  # the one host read
             failures = [
-                FailedCheck(names[i], messages[i], v, None, *_rows(values[n + 2 * i : n + 2 * i + 2]))
+                FailedCheck(names[i], messages[i], v, None, *row_span(values[n + 2 * i : n + 2 * i + 2]))
                 for i, v in enumerate(values[:n])
                 if v >= 0
             ]

@@ -15,12 +15,12 @@ from typing import Literal
 import numpy as np
 
 from gym_graphreset.terrains.checks import (
-    _EPS,
-    _check_int,
-    _check_non_negative,
-    _check_positive,
-    _check_range,
-    _fail,
+    EPS,
+    check_int,
+    check_non_negative,
+    check_positive,
+    check_range,
+    fail,
 )
 
 __all__ = [
@@ -60,7 +60,7 @@ class SubTerrainCfg:
     kind: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        _check_positive(type(self).__name__, "proportion", self.proportion)
+        check_positive(type(self).__name__, "proportion", self.proportion)
 
     def _make(self, difficulty: float, size: tuple[float, float], hs: float, rng: np.random.Generator) -> _Cell:
         raise NotImplementedError
@@ -122,11 +122,11 @@ class RandomRoughTerrainCfg(SubTerrainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         where = "RandomRoughTerrainCfg"
-        _check_range(where, "noise_range", self.noise_range)
-        _check_positive(where, "noise_step", self.noise_step)
-        _check_non_negative(where, "border_width", self.border_width)
+        check_range(where, "noise_range", self.noise_range)
+        check_positive(where, "noise_step", self.noise_step)
+        check_non_negative(where, "border_width", self.border_width)
         if not isinstance(self.scale_with_difficulty, bool):
-            _fail(where, "scale_with_difficulty", "a bool", self.scale_with_difficulty)
+            fail(where, "scale_with_difficulty", "a bool", self.scale_with_difficulty)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The border must leave rough ground inside."""
@@ -169,11 +169,11 @@ class PyramidSlopeTerrainCfg(SubTerrainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         where = "PyramidSlopeTerrainCfg"
-        _check_range(where, "slope_range", self.slope_range)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
+        check_range(where, "slope_range", self.slope_range)
+        check_non_negative(where, "platform_width", self.platform_width)
+        check_non_negative(where, "border_width", self.border_width)
         if not isinstance(self.inverted, bool):
-            _fail(where, "inverted", "a bool", self.inverted)
+            fail(where, "inverted", "a bool", self.inverted)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell, and the border and platform leave room for a slope."""
@@ -223,12 +223,12 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         where = "PyramidStairsTerrainCfg"
-        _check_range(where, "step_height_range", self.step_height_range)
-        _check_positive(where, "step_width", self.step_width)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
+        check_range(where, "step_height_range", self.step_height_range)
+        check_positive(where, "step_width", self.step_width)
+        check_non_negative(where, "platform_width", self.platform_width)
+        check_non_negative(where, "border_width", self.border_width)
         if not isinstance(self.inverted, bool):
-            _fail(where, "inverted", "a bool", self.inverted)
+            fail(where, "inverted", "a bool", self.inverted)
 
     def num_steps(self, size: tuple[float, float]) -> int:
         """Steps on each side for a cell of ``size``."""
@@ -251,14 +251,14 @@ class PyramidStairsTerrainCfg(SubTerrainCfg):
             for k in range(n + 1):
                 top = (k + 1) * h
                 hx, hy = 0.5 * size[0] - bw - k * w, 0.5 * size[1] - bw - k * w
-                if top > _EPS and hx > _EPS and hy > _EPS:
+                if top > EPS and hx > EPS and hy > EPS:
                     boxes.append([cx, cy, 0.5 * top, hx, hy, 0.5 * top])
             return _Cell(base=0.0, boxes=np.array(boxes).reshape(-1, 6))
         base = -(n + 1) * h  # the pit's platform is the heightfield itself
         rings = [(0.0, bw, 0.0)] + [(bw + k * w, bw + (k + 1) * w, -(k + 1) * h) for k in range(n)]
         for inner_off, outer_off, top in rings:  # a square annulus of 4 boxes from `base` up to `top`
             half_z = 0.5 * (top - base)
-            if half_z <= _EPS or outer_off - inner_off <= _EPS:
+            if half_z <= EPS or outer_off - inner_off <= EPS:
                 continue
             zc = base + half_z
             t = 0.5 * (outer_off - inner_off)
@@ -296,12 +296,12 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         super().__post_init__()
         where = "RandomBoxesTerrainCfg"
         if not (isinstance(self.num_boxes, int) and not isinstance(self.num_boxes, bool) and self.num_boxes >= 0):
-            _fail(where, "num_boxes", "an int >= 0", self.num_boxes)
+            fail(where, "num_boxes", "an int >= 0", self.num_boxes)
         for name in ("box_width_range", "box_length_range"):
-            _check_range(where, name, getattr(self, name), low=_EPS)
-        _check_range(where, "box_height_range", self.box_height_range)
-        _check_non_negative(where, "platform_width", self.platform_width)
-        _check_non_negative(where, "border_width", self.border_width)
+            check_range(where, name, getattr(self, name), low=EPS)
+        check_range(where, "box_height_range", self.box_height_range)
+        check_non_negative(where, "platform_width", self.platform_width)
+        check_non_negative(where, "border_width", self.border_width)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The platform must fit the cell, and a box of the smallest footprint fit off it inside the border."""
@@ -332,7 +332,7 @@ class RandomBoxesTerrainCfg(SubTerrainCfg):
         y = bw + hy + uy * np.maximum(size[1] - 2 * bw - 2 * hy, 0.0)
         cx, cy = 0.5 * size[0], 0.5 * size[1]
         clear = (np.abs(x - cx) >= hx + pw) | (np.abs(y - cy) >= hy + pw)  # off the platform
-        keep = clear & (top > _EPS)
+        keep = clear & (top > EPS)
         boxes = np.stack((x, y, 0.5 * top, hx, hy, 0.5 * top), axis=1)[keep]
         return _Cell(base=0.0, boxes=boxes)
 
@@ -363,10 +363,10 @@ class WaveTerrainCfg(SubTerrainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         where = "WaveTerrainCfg"
-        _check_range(where, "amplitude_range", self.amplitude_range)
-        _check_int(where, "num_waves", self.num_waves, 1)
-        _check_positive(where, "vertical_scale", self.vertical_scale)
-        _check_non_negative(where, "border_width", self.border_width)
+        check_range(where, "amplitude_range", self.amplitude_range)
+        check_int(where, "num_waves", self.num_waves, 1)
+        check_positive(where, "vertical_scale", self.vertical_scale)
+        check_non_negative(where, "border_width", self.border_width)
 
     def size_problem(self, size: tuple[float, float], horizontal_scale: float) -> str | None:
         """The border must leave an inner cell and be no narrower than one sample (mjlab's rule), or be 0."""

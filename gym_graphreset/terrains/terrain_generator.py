@@ -29,16 +29,14 @@ import numpy as np
 import torch
 
 from gym_graphreset.terrains.checks import (
-    _EPS,
-    _box_surface,
-    _check_int,
-    _check_literal,
-    _check_non_negative,
-    _check_positive,
-    _check_range,
-    _fail,
-    _finite,
-    _frame,
+    EPS,
+    check_int,
+    check_literal,
+    check_non_negative,
+    check_positive,
+    check_range,
+    fail,
+    finite,
 )
 from gym_graphreset.terrains.sub_terrains import (
     FlatTerrainCfg,
@@ -123,34 +121,34 @@ class TerrainGeneratorCfg:
         where = "TerrainGeneratorCfg"
         subs = self.sub_terrains
         if not (isinstance(subs, Mapping) and len(subs) > 0):
-            _fail(where, "sub_terrains", "a non-empty {name: sub-terrain config}", subs)
+            fail(where, "sub_terrains", "a non-empty {name: sub-terrain config}", subs)
         for name, sub in subs.items():
             if not isinstance(sub, SubTerrainCfg):
-                _fail(where, f"sub_terrains[{name!r}]", "a sub-terrain config (e.g. FlatTerrainCfg())", sub)
-        if not (isinstance(self.size, (tuple, list)) and len(self.size) == 2 and all(_finite(s) for s in self.size)):
-            _fail(where, "size", "an (x, y) pair of finite numbers", self.size)
-        _check_positive(where, "horizontal_scale", self.horizontal_scale)
+                fail(where, f"sub_terrains[{name!r}]", "a sub-terrain config (e.g. FlatTerrainCfg())", sub)
+        if not (isinstance(self.size, (tuple, list)) and len(self.size) == 2 and all(finite(s) for s in self.size)):
+            fail(where, "size", "an (x, y) pair of finite numbers", self.size)
+        check_positive(where, "horizontal_scale", self.horizontal_scale)
         step = 2.0 * self.horizontal_scale
         if any(s <= 0 or abs(s / step - round(s / step)) > 1e-6 for s in self.size):
-            _fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
+            fail(where, "size", f"positive multiples of 2 * horizontal_scale ({step:g})", self.size)
         for name, sub in subs.items():
             if problem := sub.size_problem((self.size[0], self.size[1]), self.horizontal_scale):
                 raise ValueError(f"{where}: sub_terrains[{name!r}] on cells of size {tuple(self.size)}: {problem}")
-        _check_int(where, "num_rows", self.num_rows, 1)
-        _check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)
-        _check_non_negative(where, "border_width", self.border_width)
-        _check_positive(where, "border_height", self.border_height)
-        _check_int(where, "seed", self.seed, 0)
-        _check_literal(where, "box_terrains", self.box_terrains, ("boxes", "heightfield"))
-        _check_int(where, "geom_group", self.geom_group, 0, 5)
-        if not (len(self.friction) == 3 and all(_finite(f) and f >= 0 for f in self.friction)):
-            _fail(where, "friction", "3 finite numbers >= 0", self.friction)
-        if not (len(self.rgba) == 4 and all(_finite(c) and 0 <= c <= 1 for c in self.rgba)):
-            _fail(where, "rgba", "4 numbers in [0, 1]", self.rgba)
+        check_int(where, "num_rows", self.num_rows, 1)
+        check_range(where, "difficulty_range", self.difficulty_range, 0.0, 1.0)
+        check_non_negative(where, "border_width", self.border_width)
+        check_positive(where, "border_height", self.border_height)
+        check_int(where, "seed", self.seed, 0)
+        check_literal(where, "box_terrains", self.box_terrains, ("boxes", "heightfield"))
+        check_int(where, "geom_group", self.geom_group, 0, 5)
+        if not (len(self.friction) == 3 and all(finite(f) and f >= 0 for f in self.friction)):
+            fail(where, "friction", "3 finite numbers >= 0", self.friction)
+        if not (len(self.rgba) == 4 and all(finite(c) and 0 <= c <= 1 for c in self.rgba)):
+            fail(where, "rgba", "4 numbers in [0, 1]", self.rgba)
         per_cell = (self.size[0] / self.horizontal_scale) * (self.size[1] / self.horizontal_scale)
         if (samples := self.num_rows * self.num_cols * per_cell) > _MAX_SAMPLES:
             text = f"a grid of at most {_MAX_SAMPLES:,} height samples over every cell (this one: {samples:,.0f})"
-            _fail(where, "size", text, self.size)
+            fail(where, "size", text, self.size)
         for name, sub in subs.items():  # counted, not generated
             count, field_name = sub.max_boxes((self.size[0], self.size[1]))
             if (boxes := self.num_rows * count) > _MAX_BOXES:
@@ -253,7 +251,7 @@ class Terrain:
         zmin, zmax = float(self.heights.min()), float(self.heights.max())
         span = zmax - zmin
         data = (self.heights - zmin) / span if span > 0 else np.zeros_like(self.heights)
-        return data.T, max(span, _EPS), zmin
+        return data.T, max(span, EPS), zmin
 
     def _mjcf_parts(self) -> tuple[str, str]:
         cfg = self.cfg
@@ -293,10 +291,10 @@ class Terrain:
         """
         from gym_graphreset.core.rng import counter_uniform
 
-        _check_int("Terrain.env_origins", "num_envs", num_envs, 1)
-        _check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
-        _check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
-        _check_int("Terrain.env_origins", "first_env", first_env, 0)
+        check_int("Terrain.env_origins", "num_envs", num_envs, 1)
+        check_int("Terrain.env_origins", "max_init_level", max_init_level, 0, optional=True)
+        check_int("Terrain.env_origins", "seed", seed, 0, optional=True)
+        check_int("Terrain.env_origins", "first_env", first_env, 0)
         top = self.cfg.num_rows - 1 if max_init_level is None else min(max_init_level, self.cfg.num_rows - 1)
         ids = torch.arange(first_env, first_env + num_envs, dtype=torch.int64)
         key = torch.tensor(self.cfg.seed if seed is None else seed, dtype=torch.int64)
@@ -521,8 +519,8 @@ class TerrainCfg:
 
     def __post_init__(self) -> None:
         if not isinstance(self.generator, TerrainGeneratorCfg):
-            _fail("TerrainCfg", "generator", "a TerrainGeneratorCfg", self.generator)
-        _check_int("TerrainCfg", "max_init_level", self.max_init_level, 0, optional=True)
+            fail("TerrainCfg", "generator", "a TerrainGeneratorCfg", self.generator)
+        check_int("TerrainCfg", "max_init_level", self.max_init_level, 0, optional=True)
 
     def build(self, env: ManagerBasedEnv) -> TerrainState:
         """The terrain state of ``env``'s rows; refused when ``env``'s model holds another terrain."""
@@ -530,3 +528,25 @@ class TerrainCfg:
         check_model_terrain(env.mjm, terrain, "TerrainCfg")
         first = int(env.keys.env_ids[0].item()) if env.num_envs else 0  # the global env offset (construction)
         return TerrainState(terrain, env.num_envs, env.device, self.max_init_level, first_env=first)
+
+
+def _box_surface(boxes: np.ndarray, base: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    z = np.full(np.shape(x), base, dtype=np.float64)
+    for b in boxes:
+        cover = (np.abs(x - b[0]) <= b[3] + 1e-9) & (np.abs(y - b[1]) <= b[4] + 1e-9)
+        z = np.where(cover, np.maximum(z, b[2] + b[5]), z)
+    return z
+
+
+def _frame(ex: float, ey: float, width: float, depth: float) -> np.ndarray:
+    """Four boxes (top at z = 0) framing an ``ex x ey`` rectangle centred at the origin."""
+    hz, zc = 0.5 * depth, -0.5 * depth
+    ox, oy = 0.5 * ex + 0.5 * width, 0.5 * ey + 0.5 * width
+    return np.array(
+        [
+            [ox, 0.0, zc, 0.5 * width, 0.5 * ey + width, hz],
+            [-ox, 0.0, zc, 0.5 * width, 0.5 * ey + width, hz],
+            [0.0, oy, zc, 0.5 * ex, 0.5 * width, hz],
+            [0.0, -oy, zc, 0.5 * ex, 0.5 * width, hz],
+        ]
+    )

@@ -30,7 +30,13 @@ from gym_graphreset.core.autoreset_env import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.config import PRESETS, PresetName, StepConfig
 from gym_graphreset.testing.host_reads import assert_no_host_reads, count_host_reads
 from gym_graphreset.testing.host_syncs import SyncCanaryResult, assert_sync_free, count_host_syncs
-from gym_graphreset.testing.rollouts import ObservationLayout, _compare, differing_obs_terms, info_columns, rollout
+from gym_graphreset.testing.rollouts import (
+    ObservationLayout,
+    compare_rollouts,
+    differing_obs_terms,
+    info_columns,
+    rollout,
+)
 
 if TYPE_CHECKING:
     from gym_graphreset.managers.forward_passes import ForwardMode
@@ -82,7 +88,7 @@ def assert_masked_matches_selected(
     columns = info_columns(reference_env)  # names the term when a named info column differs
     reference = rollout(reference_env, actions, seed)
     candidate = rollout(env_factory({"config": _config(config, "masked")}), actions, seed)
-    _compare(reference, candidate, "masked vs selected", atol, columns)
+    compare_rollouts(reference, candidate, "masked vs selected", atol, columns)
 
 
 def assert_capture_matches_eager(
@@ -99,7 +105,7 @@ def assert_capture_matches_eager(
     candidate = rollout(captured_env, actions, seed)
     if captured_env.graph is None or not captured_env.graph.captured:
         raise AssertionError("the captured configuration never captured a graph (too few steps for the warm-up?)")
-    _compare(reference, candidate, f"captured ({graph}) vs eager", atol)
+    compare_rollouts(reference, candidate, f"captured ({graph}) vs eager", atol)
 
 
 def assert_compiled_matches_uncompiled(
@@ -129,7 +135,7 @@ def assert_compiled_matches_uncompiled(
     reference = rollout(env_factory({"config": as_written}), actions, seed)
     env = env_factory({"config": dataclasses.replace(as_written, compile=backend)})
     candidate = rollout(env, actions, seed)
-    _compare(reference, candidate, f"compiled ({backend}) vs as written", atol)
+    compare_rollouts(reference, candidate, f"compiled ({backend}) vs as written", atol)
     report = env.capture_report().state["compile"]
     if not report["ok"]:
         raise AssertionError(f"the compiled step split or recompiled: {report['graph_breaks'] + report['recompiles']}")
@@ -161,7 +167,7 @@ def assert_declared_forward_matches_full(
     reference = rollout(full_env, actions, seed)
     candidate = rollout(env_factory("declared"), actions, seed)
     try:
-        _compare(reference, candidate, "declared forward passes vs the full forward", 0.0, columns)
+        compare_rollouts(reference, candidate, "declared forward passes vs the full forward", 0.0, columns)
     except AssertionError as e:
         terms = differing_obs_terms(reference, candidate, layout)
         hint = " (they read a quantity outside the forward passes they declare)" if terms else ""

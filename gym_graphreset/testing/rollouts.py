@@ -21,7 +21,7 @@ from gym_graphreset.core.buffers import tree_leaves
 from gym_graphreset.core.participants import release_inner_env
 from gym_graphreset.core.protocols import InfoColumns
 
-__all__ = ["ObservationLayout", "rollout"]
+__all__ = ["ObservationLayout", "compare_rollouts", "rollout"]
 
 
 @runtime_checkable
@@ -80,13 +80,17 @@ def _absent_means_empty(key: str, present: dict[str, dict[Any, torch.Tensor]]) -
     return mask is not None and not bool(mask.any())
 
 
-def _compare(
+def compare_rollouts(
     a: list[dict[str, Any]],
     b: list[dict[str, Any]],
     what: str,
     atol: float,
     columns: dict[str, tuple[str, ...]] | None = None,
 ) -> None:
+    """Raise ``AssertionError`` at the first step and key where the rollouts ``a`` and ``b`` differ (``what``: a label).
+
+    Values agree within ``atol`` (0: bitwise); ``columns`` names a key's columns so the message names the term.
+    """
     if len(a) != len(b):
         raise AssertionError(f"{what}: {len(a)} vs {len(b)} steps")
     for t, (x, y) in enumerate(zip(a, b, strict=True)):

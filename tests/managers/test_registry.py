@@ -1,18 +1,22 @@
-"""``register_task``: a TaskCfg becomes a vector env id; duplicates and non-tasks are refused by name."""
+"""``register_task``: a TaskCfg becomes a vector env id; duplicates and non-tasks are refused by name; the library's
+own ids are tasks of the same registry; options build variants, and an option a task does not take is refused."""
 
 from __future__ import annotations
 
+import importlib
 import pathlib
 import re
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
 
 import gymnasium as gym
 import pytest
 
 pytest.importorskip("mujoco_warp", reason="the task layer runs on MuJoCo Warp (the `mjwarp` extra)")
 
-from gym_graphreset.managers.registry import register_task
+from gym_graphreset import registration
+from gym_graphreset.managers.registry import RegisteredTask, register_task, registered_task
 from gym_graphreset.tasks import ManagerBasedEnv, velocity_task
 from tests.tasks.test_layer import ROBOT
 
@@ -95,3 +99,59 @@ def test_make_vec_with_cfg_builds_that_task_in_place_of_the_registered_one() -> 
     env = gym.make_vec(ENV_ID, 2, vectorization_mode="vector_entry_point", device="cpu", cfg=cfg)
     assert isinstance(env, ManagerBasedEnv) and env.cfg is cfg and set(env.recorder_manager.names) == set(recorders)
     env.close()
+
+
+@pytest.mark.usefixtures("clean_registry")
+@pytest.mark.parametrize("builtin", sorted(registration.TASK_LAYER))
+def test_the_librarys_tasks_and_a_users_go_through_one_registry(builtin: str) -> None:
+    """A built-in id and a user's id are both ``register_task`` entries; ``task_cfg`` answers both from it."""
+    task, env_class, options, steps = registration.TASK_LAYER[builtin]
+    entry = registered_task(builtin)
+    assert isinstance(entry, RegisteredTask) and (entry.task, entry.env_class, entry.options) == (
+        task,
+        env_class,
+        options,
+    )
+    assert gym.spec(builtin).max_episode_steps == steps and gym.spec(builtin).vector_entry_point is entry
+    module, _, name = task.partition(":")
+    answered, built = registration.task_cfg(builtin), getattr(importlib.import_module(module), name)()
+    assert answered is not None and type(answered.model) is type(built.model)  # the model: a RobotModel
+    assert all(getattr(answered, f.name) == getattr(built, f.name) for f in fields(built) if f.name != "model")
+
+    cfg = velocity_task(ROBOT)
+    mine = register_task(ENV_ID, lambda: cfg, options=("obs_clip",), max_episode_steps=7)
+    assert registered_task(ENV_ID) is mine and gym.spec(ENV_ID).max_episode_steps == 7
+    assert registration.task_cfg(ENV_ID) is cfg
+    assert registration.task_cfg("gym_graphreset/CartPole-v1") is None  # not a task of the layer
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_options_build_the_variant_and_cfg_edits_apply_to_a_given_cfg() -> None:
+    """A factory's option reaches the factory; ``obs_clip`` edits the config, a given ``cfg=`` too; a factory
+    option with ``cfg=`` is refused, naming both."""
+
+    def task(push: float = 0.5) -> object:
+        cfg = velocity_task(ROBOT)
+        return cfg.replace_term("events", "push_robot", params={"linear": (push,) * 3, "angular": (push,) * 3})
+
+    entry = register_task(ENV_ID, task, options=("push", "obs_clip"))  # type: ignore[arg-type]
+    assert entry.cfg(push=0.25).events["push_robot"].params["linear"] == (0.25,) * 3
+    given = velocity_task(ROBOT)
+    assert entry.cfg(given, obs_clip=3.0).obs_clip == 3.0 and given.obs_clip is None
+    with pytest.raises(ValueError, match=re.escape("give `push` or `cfg`, not both")):
+        entry.cfg(given, push=0.25)
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_a_model_variant_the_task_does_not_take_is_refused_naming_what_it_takes() -> None:
+    """``model_xml=`` on a task without a robot-model option, an unknown option, a bad ``keep_sensors``: named."""
+    register_task(ENV_ID, velocity_task(ROBOT), options=("obs_clip",))
+    with pytest.raises(ValueError, match=re.escape(f"{ENV_ID!r} takes no `model_xml`: its options are `obs_clip`")):
+        gym.make_vec(ENV_ID, 2, vectorization_mode="vector_entry_point", device="cpu", model_xml="robot.xml")
+    tracking = registered_task("gym_graphreset/G1-Tracking-Flat-v0")
+    assert tracking is not None
+    accepted = "`motion_file` / `model_xml` / `keep_sensors` / `obs_clip` / `forward_before_obs`"
+    with pytest.raises(ValueError, match=re.escape(f"takes no `terrain`: its options are {accepted}")):
+        tracking.cfg(terrain=None)
+    with pytest.raises(ValueError, match=re.escape("`keep_sensors` must be a bool, got 'yes'")):
+        registered_task("gym_graphreset/Go1-Velocity-Flat-v0").cfg(keep_sensors="yes")  # type: ignore[union-attr]

@@ -31,7 +31,7 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _check_contact_limits(nconmax: int | None, njmax: int | None) -> None:
+def check_contact_limits(nconmax: int | None, njmax: int | None) -> None:
     """Refuse a ``nconmax``/``njmax`` that is not ``None`` or an int >= 1."""
     for name, value in (("nconmax", nconmax), ("njmax", njmax)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):

@@ -29,7 +29,7 @@ from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
 from gym_graphreset.envs.mjwarp.constants import ModelConstants
-from gym_graphreset.envs.mjwarp.construction import _check_contact_limits, _MJWarpEnvBase, default_device
+from gym_graphreset.envs.mjwarp.construction import _MJWarpEnvBase, check_contact_limits, default_device
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
 
@@ -146,7 +146,7 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
             num_envs, max_episode_steps, global_env_offset
         )
         self.frame_skip = check_positive_int("frame_skip", frame_skip)
-        _check_contact_limits(nconmax, njmax)
+        check_contact_limits(nconmax, njmax)
         self.render_mode, self.render_worlds, self.render_size = check_render_args(
             type(self).__name__, render_mode, render_worlds, render_size, self.num_envs
         )

@@ -5,7 +5,7 @@ task: the twist command with heading, standing and forward-only rows and its spe
 observation groups (a noisy ``policy`` group with encoder-biased joints, a clean ``critic`` group with foot
 state), every reward term and weight, the fall and time-out terminations, and the reset, push and
 domain-randomisation events. A robot's own config then changes what differs for it (see
-:func:`gym_graphreset.tasks.velocity.config.go1.flat_env_cfg.go1_velocity_flat_cfg`).
+:func:`gym_graphreset.tasks.velocity.config.go1.env_cfgs.go1_velocity_flat_cfg`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from gym_graphreset import mdp
+from gym_graphreset.assets.robot_model import RobotModel
 from gym_graphreset.managers.binding import FINITE, number
 from gym_graphreset.managers.task_cfg import TaskCfg
 from gym_graphreset.managers.terms import (
@@ -39,6 +41,8 @@ class LeggedRobot:
     """What the velocity task needs to know of a legged robot (names as in its MJCF)."""
 
     model: str | Callable[[], str]
+    """The MJCF: a path, a function returning its text, or a
+    :class:`~gym_graphreset.assets.robot_model.RobotModel` (then :meth:`with_model` varies its file)."""
     joint_names: tuple[str, ...]
     """Actuated joints in action order (one position actuator each)."""
     default_joint_pos: Mapping[str, float]
@@ -69,6 +73,19 @@ class LeggedRobot:
             )
         if not FINITE.ok(self.init_base_height):
             raise ValueError(f"LeggedRobot: `init_base_height` must be {FINITE.text}, got {self.init_base_height!r}")
+
+    def with_model(self, model_xml: str | Path | None = None, *, keep_sensors: bool = False) -> LeggedRobot:
+        """This robot on another MJCF file of it (``None``: the package's own), its own sensors kept or not.
+
+        One edit of its :class:`~gym_graphreset.assets.robot_model.RobotModel`; the builder applies the task's
+        settings to that file. Refused for a model given as a path or text (give that model instead).
+        """
+        if not isinstance(self.model, RobotModel):
+            raise ValueError(
+                f"LeggedRobot: `model` is a {type(self.model).__name__}, not a RobotModel: another model file is "
+                "another `model`"
+            )
+        return replace(self, model=replace(self.model, model_xml=model_xml, keep_sensors=keep_sensors))
 
 
 def velocity_task(robot: LeggedRobot) -> TaskCfg:

@@ -22,7 +22,9 @@ The model's structure is checked after it compiles: Go1's joints, types, order, 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
+from typing import Any
 
 from gym_graphreset.envs.mjwarp.mjcf import (
     check_joint_actuators,
@@ -47,6 +49,9 @@ __all__ = [
     "NJMAX",
     "PHYSICS_DT",
     "VELOCITY_LIMIT",
+    "BODY_CONTACT_GROUPS",
+    "add_body_contact_sensors",
+    "body_contact_sensors",
     "build_go1_xml",
     "default_joint_pos",
     "joint_gains",
@@ -184,3 +189,47 @@ def _check_names(spec: object, path: Path) -> None:
             f"`model_xml` {str(path)!r} must be a Go1 MJCF with mjlab's names; it lacks {missing} "
             f"(joints {list(JOINT_NAMES)}, geoms '<leg>_foot_collision', body 'trunk', sites 'imu' and {list(LEGS)})"
         )
+
+
+BODY_CONTACT_GROUPS = {
+    "thigh_ground_touch": r"{leg}_thigh_collision\d*",
+    "shank_ground_touch": r"{leg}_calf_collision\d*",
+    "trunk_ground_touch": r"(trunk|head)_collision",
+}
+"""mjlab's per-body-group contact sensors of the rough task: one MuJoCo contact sensor per matching geom."""
+
+
+def body_contact_sensors(xml: str) -> dict[str, tuple[str, ...]]:
+    """Each group of :data:`BODY_CONTACT_GROUPS` -> its sensors' names (``<group>/<geom>``) in the model ``xml``.
+
+    One per geom of the model that matches the group (``{leg}`` runs over the legs), in model order: mjlab's
+    ``go1.xml`` has three thigh capsules a leg, this package's model one.
+    """
+    import mujoco
+
+    names = [g.name for g in mujoco.MjSpec.from_string(xml).geoms if g.name]
+    groups = {}
+    for group, pattern in BODY_CONTACT_GROUPS.items():
+        regex = re.compile("|".join(f"(?:{pattern.format(leg=leg)})" for leg in LEGS))
+        groups[group] = tuple(f"{group}/{n}" for n in names if regex.fullmatch(n))
+    return groups
+
+
+def add_body_contact_sensors(spec: Any, xml: str, against: str) -> None:
+    """Add the :func:`body_contact_sensors` of ``xml`` to ``spec``, and the trunk's ``self_collision``.
+
+    Each group sensor reads its geom against the body ``against`` (the terrain), ``self_collision`` the trunk's
+    subtree against itself; each keeps the first contact, found and force.
+    """
+    import mujoco
+
+    def sensor(name: str, kind: Any, obj: str, ref: Any, ref_name: str) -> None:
+        s = spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT)
+        s.objtype, s.objname, s.reftype, s.refname = kind, obj, ref, ref_name
+        s.intprm[:3] = [3, 0, 1]  # found|force, no reduction, one slot: the first contact (mjlab's reduce="none")
+
+    for names in body_contact_sensors(xml).values():
+        for name in names:
+            sensor(name, mujoco.mjtObj.mjOBJ_GEOM, name.partition("/")[2], mujoco.mjtObj.mjOBJ_BODY, against)
+    subtree = mujoco.mjtObj.mjOBJ_XBODY
+    sensor("self_collision", subtree, "trunk", subtree, "trunk")

@@ -9,11 +9,11 @@ and any clip of this robot in mjlab's ``.npz`` format at 50 Hz can be given as `
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from gym_graphreset import mdp
+from gym_graphreset.assets.robot_model import RobotModel
 from gym_graphreset.assets.robots.g1.clip import G1_CLIP
 from gym_graphreset.assets.robots.g1.model import (
     ACTION_SCALE,
@@ -23,8 +23,8 @@ from gym_graphreset.assets.robots.g1.model import (
     SELF_COLLISION_SENSOR,
     build_g1_xml,
 )
-from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
 from gym_graphreset.managers.task_cfg import TaskCfg
+from gym_graphreset.managers.task_env import TaskEnv
 from gym_graphreset.managers.terms import (
     EventTerm,
     JointPositionAction,
@@ -41,7 +41,7 @@ from gym_graphreset.tasks.tracking.motion_command import (
     reset_draws,
     reset_to_motion_frame,
 )
-from gym_graphreset.tasks.velocity.config.g1.flat_env_cfg import TORSO, self_collision_sensor
+from gym_graphreset.tasks.velocity.config.g1.env_cfgs import TORSO, self_collision_sensor
 
 __all__ = ["TRACKED_BODIES", "G1TrackingFlatEnv", "g1_tracking_flat_cfg"]
 
@@ -69,7 +69,11 @@ PUSH = {"linear": (0.5, 0.5, 0.2), "angular": (0.52, 0.52, 0.78)}
 def g1_tracking_flat_cfg(
     motion_file: str | Path = G1_CLIP, model_xml: str | Path | None = None, *, keep_sensors: bool = False
 ) -> TaskCfg:
-    """Mjlab's G1 flat tracking task on ``motion_file`` (a clip of this robot at 50 Hz; default the package's)."""
+    """Mjlab's G1 flat tracking task on ``motion_file`` (a clip of this robot at 50 Hz; default the package's).
+
+    ``model_xml``, ``keep_sensors``: another MJCF file of the G1 (see
+    :class:`~gym_graphreset.assets.robot_model.RobotModel`).
+    """
     motion = "motion"
     cmd = {"command_name": motion}
 
@@ -118,7 +122,7 @@ def g1_tracking_flat_cfg(
         ),
     }
     return TaskCfg(
-        model=partial(build_g1_xml, model_xml, keep_sensors=keep_sensors),
+        model=RobotModel(build_g1_xml, model_xml, keep_sensors),
         decimation=4,
         episode_length_s=10.0,
         actions={
@@ -180,32 +184,13 @@ def g1_tracking_flat_cfg(
     )
 
 
-class G1TrackingFlatEnv(ManagerBasedEnv):
-    """G1 motion tracking on flat ground (see the module docstring).
+class G1TrackingFlatEnv(TaskEnv):
+    """``gym_graphreset/G1-Tracking-Flat-v0``: ``G1TrackingFlatEnv(n, motion_file=..., model_xml=..., cfg=...)``.
 
-    Args:
-        num_envs: Worlds.
-        motion_file: The clip (default: the package's :data:`~gym_graphreset.assets.robots.g1.clip.G1_CLIP`).
-        model_xml, keep_sensors: As :class:`~gym_graphreset.tasks.velocity.config.g1.flat_env.G1VelocityFlatEnv`.
-        cfg: The task (default :func:`g1_tracking_flat_cfg` of the above); not with them.
-        **kwargs: Passed to :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv`.
+    Adds the motion command at hand (:attr:`motion`).
     """
 
-    def __init__(
-        self,
-        num_envs: int,
-        *,
-        motion_file: str | Path | None = None,
-        model_xml: str | Path | None = None,
-        keep_sensors: bool = False,
-        cfg: TaskCfg | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if cfg is not None and (motion_file is not None or model_xml is not None or keep_sensors):
-            raise ValueError("give `motion_file` / `model_xml` / `keep_sensors` or `cfg`, not both (a cfg names them)")
-        if cfg is None:
-            cfg = g1_tracking_flat_cfg(motion_file or G1_CLIP, model_xml, keep_sensors=keep_sensors)
-        super().__init__(cfg, num_envs, **kwargs)
+    env_id = "gym_graphreset/G1-Tracking-Flat-v0"
 
     @property
     def motion(self) -> MotionCommand:

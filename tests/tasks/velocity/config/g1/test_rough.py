@@ -13,7 +13,7 @@ import torch
 
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, StepConfig
 from gym_graphreset.tasks import TaskCfg
-from gym_graphreset.tasks.velocity.config.g1.rough_env_cfg import (
+from gym_graphreset.tasks.velocity.config.g1 import (
     G1_ROUGH_TERRAIN,
     G1VelocityRoughEnv,
     g1_rough_xml,

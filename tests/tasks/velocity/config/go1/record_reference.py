@@ -32,7 +32,7 @@ def rollout() -> dict[str, np.ndarray]:
 
     import gym_graphreset  # noqa: F401  (registers the ids)
     from gym_graphreset import FixedShapeAutoresetVectorEnv
-    from gym_graphreset.tasks.velocity.config.go1.flat_env_cfg import go1_velocity_flat_cfg
+    from gym_graphreset.tasks.velocity.config.go1 import go1_velocity_flat_cfg
 
     cfg = go1_velocity_flat_cfg().replace_term("actions", "joint_pos", subtract_encoder_bias=False)
     cfg = cfg.replace_term("sensors", "feet_contact", air_time="step").replace_term(

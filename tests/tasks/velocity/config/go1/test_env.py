@@ -26,8 +26,7 @@ from gym_graphreset.assets.robots.go1.model import (
 from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.mdp import VelocityCommandCfg
 from gym_graphreset.tasks import TaskCfg
-from gym_graphreset.tasks.velocity.config.go1 import REWARD_NAMES, Go1VelocityFlatEnv, go1_velocity_flat_cfg
-from gym_graphreset.tasks.velocity.config.go1.flat_env_cfg import GO1
+from gym_graphreset.tasks.velocity.config.go1 import GO1, REWARD_NAMES, Go1VelocityFlatEnv, go1_velocity_flat_cfg
 from gym_graphreset.testing import assert_declared_forward_matches_full, assert_masked_matches_selected
 from tests.conftest import MODES, needs_cuda, step_graph_canary
 

@@ -16,7 +16,7 @@ from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv, Step
 from gym_graphreset.mdp.rewards import self_collision_cost
 from gym_graphreset.mdp.terminations import illegal_contact, out_of_terrain_bounds
 from gym_graphreset.tasks import RewardTerm, TaskCfg
-from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import (
+from gym_graphreset.tasks.velocity.config.go1 import (
     GO1_ROUGH_TERRAIN,
     Go1VelocityRoughEnv,
     go1_rough_xml,
