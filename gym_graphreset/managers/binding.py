@@ -28,9 +28,11 @@ __all__ = [
     "bind",
     "check_params",
     "checked_by",
+    "ensure",
     "interval",
     "number",
     "reads_sensors",
+    "require",
     "runs_after_reset_events",
     "time_out_term",
 ]
@@ -49,6 +51,17 @@ class Accepts:
 
     text: str
     ok: Callable[[Any], bool]
+
+
+def ensure(ok: bool, where: str, message: str) -> None:
+    """Refuse (``ValueError``, ``"<where>: <message>"``) unless ``ok``: the checks of the term and task configs."""
+    if not ok:
+        raise ValueError(f"{where}: {message}")
+
+
+def require(where: str, name: str, value: Any, rule: Accepts) -> None:
+    """Refuse ``value`` of field ``name`` unless ``rule`` accepts it, naming the field and what is accepted."""
+    ensure(rule.ok(value), where, f"`{name}` must be {rule.text}, got {value!r}")
 
 
 def _is_number(x: Any) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
-from gym_graphreset.managers.binding import FINITE, POSITIVE
+from gym_graphreset.managers.binding import FINITE, POSITIVE, ensure, require
 from gym_graphreset.managers.forward_passes import ForwardMode
 from gym_graphreset.managers.protocols import CommandCfg, SensorCfg
 from gym_graphreset.managers.terms import (
@@ -30,8 +30,6 @@ from gym_graphreset.managers.terms import (
     RecorderTerm,
     RewardTerm,
     TerminationTerm,
-    _check,
-    _require,
 )
 
 __all__ = ["TaskCfg"]
@@ -104,51 +102,51 @@ class TaskCfg:
 
     def __post_init__(self) -> None:
         where = "TaskCfg"
-        _check(
+        ensure(
             isinstance(self.decimation, int) and not isinstance(self.decimation, bool) and self.decimation >= 1,
             where,
             f"`decimation` must be an int >= 1, got {self.decimation!r}",
         )
-        _require(where, "episode_length_s", self.episode_length_s, POSITIVE)
-        _check(len(self.actions) > 0, where, "`actions` needs at least one action term")
-        _check(len(self.observations) > 0, where, "`observations` needs at least one group")
-        _check(
+        require(where, "episode_length_s", self.episode_length_s, POSITIVE)
+        ensure(len(self.actions) > 0, where, "`actions` needs at least one action term")
+        ensure(len(self.observations) > 0, where, "`observations` needs at least one group")
+        ensure(
             POSITIVE.ok(self.soft_joint_limit_factor) and self.soft_joint_limit_factor <= 1.0,
             where,
             f"`soft_joint_limit_factor` must be in (0, 1], got {self.soft_joint_limit_factor!r}",
         )
-        _require(where, "init_base_height", self.init_base_height, FINITE)
+        require(where, "init_base_height", self.init_base_height, FINITE)
         for joint, q in self.default_joint_pos.items():
-            _require(where, f"default_joint_pos[{joint!r}]", q, FINITE)
+            require(where, f"default_joint_pos[{joint!r}]", q, FINITE)
         for name in ("njmax", "nconmax", "recorder_frames"):
             value = getattr(self, name)
-            _check(
+            ensure(
                 value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1),
                 where,
                 f"`{name}` must be None or an int >= 1, got {value!r}",
             )
-        _check(
+        ensure(
             self.refresh in ("none", "kinematics", "com"),
             where,
             f"`refresh` must be 'none', 'kinematics' or 'com', got {self.refresh!r}",
         )
-        _check(
+        ensure(
             isinstance(self.forward_before_obs, bool),
             where,
             f"`forward_before_obs` must be a bool, got {self.forward_before_obs!r}",
         )
-        _check(
+        ensure(
             self.forward_passes in ("declared", "full"),
             where,
             f"`forward_passes` must be 'declared' or 'full', got {self.forward_passes!r}",
         )
-        _check(
+        ensure(
             isinstance(self.rng_stream, int) and 0 <= self.rng_stream < 2**31,
             where,
             f"`rng_stream` must be an int in [0, 2**31), got {self.rng_stream!r}",
         )
         if self.obs_clip is not None:
-            _require(where, "obs_clip", self.obs_clip, POSITIVE)
+            require(where, "obs_clip", self.obs_clip, POSITIVE)
         kinds = {
             "observations": (self.observations, ObsGroup),
             "rewards": (self.rewards, RewardTerm),
@@ -160,20 +158,20 @@ class TaskCfg:
         }
         for kind, (terms, cls) in kinds.items():
             for name, term in terms.items():
-                _check(
+                ensure(
                     isinstance(term, cls),
                     where,
                     f"`{kind}[{name!r}]` must be a {cls.__name__}, got {type(term).__name__}",
                 )
         for name, action in self.actions.items():
-            _check(
+            ensure(
                 isinstance(action, (JointPositionAction, JointEffortAction)),
                 where,
                 f"`actions[{name!r}]` must be a JointPositionAction or JointEffortAction, got {type(action).__name__}",
             )
         for kind, terms, proto in (("commands", self.commands, CommandCfg), ("sensors", self.sensors, SensorCfg)):
             for name, term in terms.items():
-                _check(
+                ensure(
                     isinstance(term, proto),
                     where,
                     f"`{kind}[{name!r}]` must be a {proto.__name__} (a `build(env)` method), got {type(term).__name__}",

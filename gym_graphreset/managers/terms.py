@@ -31,9 +31,11 @@ from gym_graphreset.managers.binding import (
     POSITIVE,
     Accepts,
     check_params,
+    ensure,
     interval,
     is_time_out_term,
     number,
+    require,
 )
 
 __all__ = [
@@ -62,22 +64,12 @@ Recompute = Literal["none", "set_const"]
 """What an event's model writes need recomputed: nothing, or MuJoCo Warp's ``set_const`` (derived constants)."""
 
 
-def _check(ok: bool, where: str, message: str) -> None:
-    if not ok:
-        raise ValueError(f"{where}: {message}")
-
-
-def _require(where: str, name: str, value: Any, rule: Accepts) -> None:
-    """Refuse ``value`` of field ``name`` unless ``rule`` accepts it, naming the field and what is accepted."""
-    _check(rule.ok(value), where, f"`{name}` must be {rule.text}, got {value!r}")
-
-
 def _where(kind: str, func: Any) -> str:
     return f"{kind}({getattr(func, '__name__', func)!r})"
 
 
 def _int_at_least(where: str, name: str, value: Any, low: int) -> None:
-    _check(
+    ensure(
         isinstance(value, int) and not isinstance(value, bool) and value >= low,
         where,
         f"`{name}` must be an int >= {low}, got {value!r}",
@@ -85,12 +77,12 @@ def _int_at_least(where: str, name: str, value: Any, low: int) -> None:
 
 
 def _check_callable(where: str, func: Any) -> None:
-    _check(callable(func), where, f"`func` must be callable, got {func!r}")
+    ensure(callable(func), where, f"`func` must be callable, got {func!r}")
 
 
 def _check_bool(where: str, name: str, value: Any) -> None:
     """Refuse a flag that is not a bool (a truthy string such as ``"False"`` would read as on)."""
-    _check(isinstance(value, bool), where, f"`{name}` must be a bool (True or False), got {value!r}")
+    ensure(isinstance(value, bool), where, f"`{name}` must be a bool (True or False), got {value!r}")
 
 
 def _scale_ok(value: Any) -> bool:
@@ -109,7 +101,7 @@ class UniformNoise:
     high: float
 
     def __post_init__(self) -> None:
-        _require("UniformNoise", "(low, high)", (self.low, self.high), interval())
+        require("UniformNoise", "(low, high)", (self.low, self.high), interval())
 
     words_per_element = 1
 
@@ -122,8 +114,8 @@ class GaussianNoise:
     mean: float = 0.0
 
     def __post_init__(self) -> None:
-        _require("GaussianNoise", "std", self.std, NON_NEGATIVE)
-        _require("GaussianNoise", "mean", self.mean, FINITE)
+        require("GaussianNoise", "std", self.std, NON_NEGATIVE)
+        require("GaussianNoise", "mean", self.mean, FINITE)
 
     words_per_element = 2
 
@@ -154,9 +146,9 @@ class ObsTerm:
         where = _where("ObsTerm", self.func)
         _check_callable(where, self.func)
         if self.clip is not None:
-            _require(where, "clip", self.clip, interval())
+            require(where, "clip", self.clip, interval())
         if self.scale is not None:
-            _require(where, "scale", self.scale, _SCALE)
+            require(where, "scale", self.scale, _SCALE)
         for name in ("delay", "history_length"):
             _int_at_least(where, name, getattr(self, name), 0)
         check_params(self.func, self.params, where)
@@ -173,14 +165,14 @@ class ObsGroup:
     """Clip the whole group to ``[-clip, clip]`` after the terms (``None``: no clip)."""
 
     def __post_init__(self) -> None:
-        _check(isinstance(self.terms, Mapping) and len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
+        ensure(isinstance(self.terms, Mapping) and len(self.terms) > 0, "ObsGroup", "a group needs at least one term")
         for name, term in self.terms.items():
             got = type(term).__name__
-            _check(isinstance(term, ObsTerm), "ObsGroup", f"`terms[{name!r}]` must be an ObsTerm, got {got}")
+            ensure(isinstance(term, ObsTerm), "ObsGroup", f"`terms[{name!r}]` must be an ObsTerm, got {got}")
         _check_bool("ObsGroup", "enable_corruption", self.enable_corruption)
         _check_bool("ObsGroup", "concatenate", self.concatenate)
         if self.clip is not None:
-            _require("ObsGroup", "clip", self.clip, POSITIVE)
+            require("ObsGroup", "clip", self.clip, POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -199,7 +191,7 @@ class RewardTerm:
     def __post_init__(self) -> None:
         where = _where("RewardTerm", self.func)
         _check_callable(where, self.func)
-        _require(where, "weight", self.weight, FINITE)
+        require(where, "weight", self.weight, FINITE)
         check_params(self.func, self.params, where)
 
 
@@ -218,8 +210,8 @@ class TerminationTerm:
     def __post_init__(self) -> None:
         where = _where("TerminationTerm", self.func)
         _check_callable(where, self.func)
-        _check(isinstance(self.time_out, bool), where, f"`time_out` must be a bool, got {self.time_out!r}")
-        _check(
+        ensure(isinstance(self.time_out, bool), where, f"`time_out` must be a bool, got {self.time_out!r}")
+        ensure(
             self.time_out or not is_time_out_term(self.func),
             where,
             "this function ends episodes at their horizon, a time-out: declare it with `time_out=True` (without "
@@ -260,25 +252,25 @@ class EventTerm:
     def __post_init__(self) -> None:
         where = _where("EventTerm", self.func)
         _check_callable(where, self.func)
-        _check(
+        ensure(
             self.mode in ("startup", "reset", "interval"),
             where,
             f"`mode` must be 'startup', 'reset' or 'interval', got {self.mode!r}",
         )
         _int_at_least(where, "draws", self.draws, 0)
         if self.mode == "interval":
-            _check(self.interval_range_s is not None, where, "an 'interval' event needs `interval_range_s`")
-            _require(where, "interval_range_s", self.interval_range_s, interval(0.0, strict=True))
+            ensure(self.interval_range_s is not None, where, "an 'interval' event needs `interval_range_s`")
+            require(where, "interval_range_s", self.interval_range_s, interval(0.0, strict=True))
         else:
-            _check(
+            ensure(
                 self.interval_range_s is None, where, f"`interval_range_s` is for 'interval' events, not {self.mode!r}"
             )
-        _check(
+        ensure(
             self.recompute in ("none", "set_const"),
             where,
             f"`recompute` must be 'none' or 'set_const', got {self.recompute!r}",
         )
-        _check(
+        ensure(
             self.recompute == "none" or self.mode == "startup",
             where,
             f"`recompute='set_const'` runs after startup events only (set_const costs about a forward pass of "
@@ -379,20 +371,20 @@ def _check_action(where: str, action: JointPositionAction | JointEffortAction) -
         _check_bool(where, "use_default_offset", action.use_default_offset)
         _check_bool(where, "subtract_encoder_bias", action.subtract_encoder_bias)
     names = action.joint_names
-    _check(
+    ensure(
         isinstance(names, (tuple, list)) and len(names) > 0 and all(isinstance(j, str) for j in names),
         where,
         f"`joint_names` must be a non-empty tuple of joint names, got {names!r}",
     )
-    _require(where, "scale", action.scale, _SCALE)
+    require(where, "scale", action.scale, _SCALE)
     if isinstance(action.scale, (tuple, list)):
-        _check(
+        ensure(
             len(action.scale) == len(names),
             where,
             f"`scale` has {len(action.scale)} values for {len(names)} joints {list(names)}",
         )
     if action.clip is not None:
-        _require(where, "clip", action.clip, interval())
+        require(where, "clip", action.clip, interval())
     _int_at_least(where, "delay", action.delay, 0)
 
 

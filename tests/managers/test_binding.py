@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from gym_graphreset.managers.binding import bind
+from gym_graphreset.managers import binding
+from gym_graphreset.managers.binding import bind, ensure, require
 from gym_graphreset.tasks import (
     CurriculumTerm,
     EventTerm,
@@ -225,3 +226,13 @@ def test_config_type_holes_are_refused_by_field(declare: Callable[[], Any], mess
     """Truthy strings as flags, terms that are not callable, malformed velocity stages: refused by field."""
     with pytest.raises(ValueError, match=re.escape(message)):
         declare()
+
+
+def test_require_names_the_field_the_rule_and_the_value() -> None:
+    """The one check every config field goes through: passes what the rule accepts, else names all three."""
+    require("MyTerm", "std", 0.5, binding.POSITIVE)
+    with pytest.raises(ValueError, match=re.escape(f"MyTerm: `std` must be {POSITIVE}, got 0.0")):
+        require("MyTerm", "std", 0.0, binding.POSITIVE)
+    ensure(True, "MyTerm", "unused")
+    with pytest.raises(ValueError, match="^MyTerm: a group needs at least one term$"):
+        ensure(False, "MyTerm", "a group needs at least one term")
