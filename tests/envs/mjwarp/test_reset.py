@@ -19,7 +19,8 @@ from gym_graphreset import FixedShapeAutoresetVectorEnv
 from gym_graphreset.core.buffers import tree_leaves
 from gym_graphreset.envs.gym_mujoco.tasks import AntEnv, HopperEnv, InvertedPendulumEnv, ReacherEnv
 from gym_graphreset.envs.mjwarp.reset import needs_reset_data
-from gym_graphreset.testing import rollout
+from gym_graphreset.testing import assert_capture_matches_eager, rollout
+from tests.conftest import needs_cuda
 
 N = 24
 MASK = torch.arange(N) % 3 == 1
@@ -120,6 +121,27 @@ def test_a_task_s_own_draws_take_the_fused_kernel_and_match_the_reference() -> N
         "initial_state": "task",
         "why": "kernel_reset=False (asked for at construction)",
     }
+
+
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("scope", ["reset", "step"])
+def test_task_proposals_through_warp_and_torch_graphs_on_cuda(scope: str) -> None:
+    """CUDA: Reacher's proposals through the fused kernel, eager (a cached warp graph holds the proposal buffers)
+    and captured (the wrapper's graph): the reference path's trajectories, and the captured run the eager one's."""
+    n = 64
+    actions = [torch.full((n, 2), (-1.0) ** i * 0.5, device="cuda") for i in range(24)]
+
+    def factory(flags: dict[str, Any], kernel_reset: bool = True) -> FixedShapeAutoresetVectorEnv:
+        inner = ReacherEnv(n, device="cuda", kernel_reset=kernel_reset, max_episode_steps=5)
+        return FixedShapeAutoresetVectorEnv(inner, **flags)
+
+    fused, reference = (rollout(factory({"config": "masked"}, k), actions) for k in (True, False))
+    for t, (a, b) in enumerate(zip(fused, reference, strict=True)):
+        for key in a:
+            for leaf in a[key]:
+                torch.testing.assert_close(a[key][leaf], b[key][leaf], atol=1e-5, rtol=0, msg=f"{key} at step {t}")
+    assert_capture_matches_eager(factory, actions, graph=scope, atol=1e-5)
 
 
 class _UndeclaredDraws(InvertedPendulumEnv):
