@@ -321,23 +321,32 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.recorder_manager.record()
         return self._returned_obs(obs), reward, terminated, truncated, info
 
+    @property
+    def observed_rows(self) -> torch.Tensor | None:
+        """The rows the observation in progress observes (:attr:`phase` ``.rows``).
+
+        The reset mask after a reset; ``None`` (every row) after a step, and outside the ``observe`` phase.
+        """
+        return self.phase.rows
+
     def _observations(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
         """The observation manager's groups (``rows``: the rows observed, ``None`` for every row).
 
-        With a ``cast="before_obs"`` ray sensor, observing is a phase of its own (``observe``, which such a
-        sensor casts in, then ``observed``): values cached from the sensor's kept rays before it (a metric's)
-        are not reused, nor observed ones after it. The first observation checks that each such sensor was
-        cast (read by an observation), else rewards would read rays never cast.
+        Observing is a phase of its own (``observe``, then ``observed``): a ``cast="before_obs"`` ray sensor casts
+        only in it, and values cached from its kept rays before it (a metric's) are not reused, nor observed
+        ones after it. The first observation checks that each such sensor was cast (read by an observation),
+        else rewards would read rays never cast.
         """
-        if not self.sensors.sensed_before_obs:
-            return self.observation_manager.compute(u, rows)
+        apart = bool(self.sensors.sensed_before_obs)
         self._cache.begin("observe", rows)
         try:
-            self.sensors.cast_for_observation()  # outside the terms' loop: one declared break
+            if apart:
+                self.sensors.cast_for_observation()  # outside the terms' loop: one declared break
             obs = self.observation_manager.compute(u, rows)
         finally:
             self._cache.begin("observed")
-        self.sensors.check_cast_once()
+        if apart:
+            self.sensors.check_cast_once()
         return obs
 
     def _forward(self) -> None:

@@ -7,7 +7,6 @@ resolve names once (cached as constants, their host uploads one-time) so that te
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
@@ -44,49 +43,49 @@ PhaseName = Literal["setup", "physics", "events", "forward", "observe", "observe
 """The phases of a task's step and reset, in order; a value cached in one is not read in another.
 
 ``setup``: construction. A step: ``physics`` (after the physics: sensors, rewards, terminations, commands and
-interval events), ``events`` (after commands and interval events, which may write the state: metrics, and the
-observation), ``forward`` (after ``TaskCfg.forward_before_obs``'s forward pass), with a ``cast="before_obs"``
-ray sensor ``observe`` (the observation alone) and ``observed`` (after it: recorders). A reset: ``reset``
-(curricula and events on the terminal state, the physics reset) and ``started`` (after every manager's reset:
-the observation), with ``observe`` / ``observed`` as in a step.
+interval events), ``events`` (after commands and interval events, which may write the state: metrics),
+``forward`` (after ``TaskCfg.forward_before_obs``'s forward pass), ``observe`` (the observation alone: a
+``cast="before_obs"`` ray sensor casts only here) and ``observed`` (after it: recorders). A reset: ``reset``
+(curricula and events on the terminal state, the physics reset), ``started`` (after every manager's reset),
+then ``observe`` and ``observed`` as in a step.
 """
 
 
-@dataclass(frozen=True)
 class Phase:
-    """The phase the env is in, and its number since construction (the cache's key).
+    """The phase the env is in now (the env's one instance, updated in place as phases begin).
 
     Attributes:
         name: The phase.
-        serial: Counts every phase begun; a value cached under another serial is not read.
         rows: In ``observe``: the rows observed (the reset mask after a reset; ``None``: every row, after a
             step); ``None`` in other phases.
     """
 
-    name: PhaseName
-    serial: int
-    rows: torch.Tensor | None = None
+    __slots__ = ("name", "rows")
+
+    def __init__(self) -> None:
+        self.name: PhaseName = "setup"
+        self.rows: torch.Tensor | None = None
 
 
 class PhaseCache:
     """Values computed once per step phase (:meth:`ModelAccess.cached`), keyed by the phase they were computed in.
 
-    The env begins each phase in one place (:meth:`begin`); a value is read only in the phase that computed
-    it, so nothing places an invalidation by hand. Not a ``dict`` attribute of the env on purpose: a captured
-    graph's buffer watch scans the env's tensor attributes and dicts of tensors, and these entries are transient
-    (every phase starts with the cache empty), so a graph never reads an entry computed outside it, and an
-    eager step's new entries must not make a reset graph recapture.
+    The env begins each phase in one place (:meth:`begin`), which starts the phase's values afresh: a value is
+    read only in the phase that computed it, so nothing places an invalidation by hand. Not a ``dict``
+    attribute of the env on purpose: a captured graph's buffer watch scans the env's tensor attributes and dicts
+    of tensors, and these entries are transient (every phase starts with the cache empty), so a graph never
+    reads an entry computed outside it, and an eager step's new entries must not make a reset graph recapture.
     """
 
     __slots__ = ("phase", "values")
 
     def __init__(self) -> None:
-        self.phase = Phase("setup", 0)
+        self.phase = Phase()
         self.values: dict[Hashable, Any] = {}
 
     def begin(self, name: PhaseName, rows: torch.Tensor | None = None) -> None:
         """Enter phase ``name`` (``rows``: the rows an ``observe`` phase observes); the last phase's values go."""
-        self.phase = Phase(name, self.phase.serial + 1, rows)
+        self.phase.name, self.phase.rows = name, rows
         self.values.clear()
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:

@@ -43,7 +43,7 @@ def test_a_name_with_no_close_match_still_lists_the_model_s_names() -> None:
 
 def test_a_cached_value_is_read_only_in_the_phase_that_computed_it() -> None:
     """Within a phase ``compute`` runs once; a new phase (or ``invalidate``, which begins the current phase anew,
-    keeping its rows) computes again; ``phase`` names the phase, its serial and an observation's rows."""
+    keeping its rows) computes again; ``phase`` names the phase and an observation's rows."""
     env = _Model()
     env._cache = PhaseCache()
     calls: list[int] = []
@@ -52,14 +52,14 @@ def test_a_cached_value_is_read_only_in_the_phase_that_computed_it() -> None:
         calls.append(len(calls))
         return len(calls)
 
-    assert env.phase.name == "setup" and env.phase.serial == 0 and env.phase.rows is None
+    assert env.phase.name == "setup" and env.phase.rows is None
     assert env.cached("k", compute) == env.cached("k", compute) == 1
     rows = torch.tensor([True, False])
     env._cache.begin("observe", rows)
-    assert (env.phase.name, env.phase.serial, env.phase.rows) == ("observe", 1, rows)
+    assert (env.phase.name, env.phase.rows) == ("observe", rows)
     assert env.cached("k", compute) == env.cached("k", compute) == 2
     env.invalidate()
-    assert (env.phase.name, env.phase.serial, env.phase.rows) == ("observe", 2, rows)
+    assert (env.phase.name, env.phase.rows) == ("observe", rows)
     assert env.cached("k", compute) == 3
     env._cache.begin("observed")
     assert env.phase.rows is None and env.cached("k", compute) == 4
