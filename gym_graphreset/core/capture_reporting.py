@@ -70,6 +70,7 @@ def build_capture_report(
         "eager_calls": graph.eager_calls if graph else 0,
         "host_transitions": graph.transitions.names if graph else [],
         "participants": env._parts.report(),
+        "resets": env._parts.reset_reports(),
         "compile": None if env._body.compiled is None else env._body.compiled.report.as_dict(),
     }
     unchecked = ""

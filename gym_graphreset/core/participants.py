@@ -15,7 +15,15 @@ from typing import Any
 import torch
 from gymnasium.vector import VectorEnv, VectorWrapper
 
-from gym_graphreset.core.protocols import CheckSink, RewardTransform, StepData, check_participant, hook, roles
+from gym_graphreset.core.protocols import (
+    CheckSink,
+    ReportsReset,
+    RewardTransform,
+    StepData,
+    check_participant,
+    hook,
+    roles,
+)
 from gym_graphreset.core.selection import declares, participant_name
 
 __all__ = [
@@ -294,6 +302,10 @@ class Participants:
         for name, term in self.terms.items():
             out[f"term {name!r}"] = (["reset_selection"] if name not in blockers else []) + roles(term)
         return out
+
+    def reset_reports(self) -> dict[str, dict[str, str]]:
+        """Each chain member's :class:`~gym_graphreset.core.protocols.ReportsReset` report, by name."""
+        return {name: env.reset_report() for name, env in self.chain if isinstance(env, ReportsReset)}
 
     # ------------------------------------------------------------------ capture
 

@@ -52,6 +52,7 @@ __all__ = [
     "CheckSink",
     "GraphParticipant",
     "InfoColumns",
+    "ReportsReset",
     "ResetTerm",
     "RewardTransform",
     "Rows",
@@ -126,6 +127,18 @@ class InfoColumns(Protocol):
 
     info_columns: Mapping[str, tuple[str, ...]]
     """Info key -> the names of its last-dim columns."""
+
+
+@runtime_checkable
+class ReportsReset(Protocol):
+    """An inner env (or chain member) with more than one way to reset its rows says which one it runs, and why.
+
+    ``capture_report().state["resets"]`` lists each such member's report by name, so a slower reset path is
+    never a silent choice.
+    """
+
+    def reset_report(self) -> dict[str, str]:
+        """``{"reset": the path, "why": what chose it, ...}`` (further keys are the member's own)."""
 
 
 @runtime_checkable

@@ -296,7 +296,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self, before: torch.Tensor | None, action: torch.Tensor
     ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         self.common_step.add_(1)
-        self.invalidate()
+        self._cache.begin("physics")
         for sensor in self.sensors.values():
             sensor.update()
         reward, terms = self.reward_manager.compute()
@@ -305,13 +305,13 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         for name, command in self.commands.items():
             command.step(u[:, self._command_step_words[name]])
         self.event_manager.run_interval(u)
-        self.invalidate()
+        self._cache.begin("events")
         self.metric_manager.compute()
         if self.cfg.forward_before_obs:  # mjlab's order: after metrics and events, before observations
             if self.forward_plan.passes:
                 self.runtime.run("forward", self._forward)
             self.sensors.refresh(self.forward_plan.refreshed)
-            self.invalidate()
+            self._cache.begin("forward")
         obs = self._observations(u)
         info: dict[str, Any] = {
             "reward_terms": terms,
@@ -327,31 +327,31 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.recorder_manager.record()
         return self._returned_obs(obs), reward, terminated, truncated, info
 
-    observing: bool = False
-    """``True`` while the observations are computed: ray sensors with ``cast="before_obs"`` cast only then."""
-    observed_rows: torch.Tensor | None = None
-    """While observing: the rows observed (the reset mask after a reset; ``None``: every row, after a step)."""
+    @property
+    def observed_rows(self) -> torch.Tensor | None:
+        """The rows the observation in progress observes (:attr:`phase` ``.rows``).
+
+        The reset mask after a reset; ``None`` (every row) after a step, and outside the ``observe`` phase.
+        """
+        return self.phase.rows
 
     def _observations(self, u: torch.Tensor, rows: torch.Tensor | None = None) -> dict[str, Any]:
-        """The observation manager's groups, with :attr:`observing` set while they are computed.
+        """The observation manager's groups (``rows``: the rows observed, ``None`` for every row).
 
-        With a ``cast="before_obs"`` ray sensor, observing is a phase of its own: values cached from the
-        sensor's kept rays before it (a metric's) are not reused, nor observed ones after it. The first
-        observation checks that each such sensor was cast (read by an observation), else rewards would read
-        rays never cast.
+        Observing is a phase of its own (``observe``, then ``observed``): a ``cast="before_obs"`` ray sensor casts
+        only in it, and values cached from its kept rays before it (a metric's) are not reused, nor observed
+        ones after it. The first observation checks that each such sensor was cast (read by an observation),
+        else rewards would read rays never cast.
         """
         apart = bool(self.sensors.sensed_before_obs)
-        if apart:
-            self.invalidate()
-        self.observing, self.observed_rows = True, rows
+        self._cache.begin("observe", rows)
         try:
             if apart:
                 self.sensors.cast_for_observation()  # outside the terms' loop: one declared break
             obs = self.observation_manager.compute(u, rows)
         finally:
-            self.observing, self.observed_rows = False, None
+            self._cache.begin("observed")
         if apart:
-            self.invalidate()
             self.sensors.check_cast_once()
         return obs
 
@@ -363,8 +363,14 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         """What the env returns: the group's value when there is one group (its space is that group's), else ``obs``."""
         return next(iter(obs.values())) if len(obs) == 1 else obs
 
+    initial_state_draws = "task"  # the reset events' proposals (env.initial_state), written by the fused reset
+
     def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The reset block's draws of every row's new episode; reset events write the state proposals."""
+        """The reset block's draws of every row's new episode; reset events write the state proposals.
+
+        The engine runs it before the physics reset of the rows (either path), and its fused kernel writes the
+        proposals on the reset rows.
+        """
         u = self._reset_u
         u.copy_(self.reset_block.draw(self.keys, self.episode))  # in place: a graph may hold it
         state = self.initial_state
@@ -378,7 +384,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         return self._reset_mask
 
     def _before_reset(self, mask: torch.Tensor) -> None:
-        self.invalidate()  # a reset is a new phase: nothing in it reads a value cached before it
+        self._cache.begin("reset")  # nothing in a reset reads a value cached before it
         self.curriculum_manager.reset(mask)
         self.event_manager.reset(mask)  # event classes start the new episode before its reset events run
 
@@ -398,7 +404,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.reward_manager.reset(mask)
         self.termination_manager.reset(mask)
         self.metric_manager.reset(mask)
-        self.invalidate()
+        self._cache.begin("started")
         self.observation_manager.reset(mask)
         step_u = self.step_block.draw(self.keys, self.episode, self.elapsed)
         obs = self._observations(step_u, mask)

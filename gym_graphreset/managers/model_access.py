@@ -7,13 +7,13 @@ resolve names once (cached as constants, their host uploads one-time) so that te
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from gym_graphreset.capture.host_reads import one_time_uploads
 
-__all__ = ["ModelAccess", "PhaseCache"]
+__all__ = ["ModelAccess", "Phase", "PhaseCache", "PhaseName"]
 
 
 _COUNTS = {
@@ -39,19 +39,61 @@ def _listing(names: list[str], family: int = 5) -> list[str]:
     return out
 
 
-class PhaseCache:
-    """Values computed once per step phase (:meth:`ModelAccess.cached`), emptied when the physics state changes.
+PhaseName = Literal["setup", "physics", "events", "forward", "observe", "observed", "reset", "started"]
+"""The phases of a task's step and reset, in order; a value cached in one is not read in another.
 
-    Not a ``dict`` attribute of the env on purpose: a captured graph's buffer watch scans the env's tensor
-    attributes and dicts of tensors, and these entries are transient (every phase starts with the cache
-    empty: after the physics, after events and at the start of a reset), so a graph never reads an entry
-    computed outside it, and an eager step's new entries must not make a reset graph recapture.
+``setup``: construction. A step: ``physics`` (after the physics: sensors, rewards, terminations, commands and
+interval events), ``events`` (after commands and interval events, which may write the state: metrics),
+``forward`` (after ``TaskCfg.forward_before_obs``'s forward pass), ``observe`` (the observation alone: a
+``cast="before_obs"`` ray sensor casts only here) and ``observed`` (after it: recorders). A reset: ``reset``
+(curricula and events on the terminal state, the physics reset), ``started`` (after every manager's reset),
+then ``observe`` and ``observed`` as in a step.
+"""
+
+
+class Phase:
+    """The phase the env is in now (the env's one instance, updated in place as phases begin).
+
+    Attributes:
+        name: The phase.
+        rows: In ``observe``: the rows observed (the reset mask after a reset; ``None``: every row, after a
+            step); ``None`` in other phases.
     """
 
-    __slots__ = ("values",)
+    __slots__ = ("name", "rows")
 
     def __init__(self) -> None:
+        self.name: PhaseName = "setup"
+        self.rows: torch.Tensor | None = None
+
+
+class PhaseCache:
+    """Values computed once per step phase (:meth:`ModelAccess.cached`), keyed by the phase they were computed in.
+
+    The env begins each phase in one place (:meth:`begin`), which starts the phase's values afresh: a value is
+    read only in the phase that computed it, so nothing places an invalidation by hand. Not a ``dict``
+    attribute of the env on purpose: a captured graph's buffer watch scans the env's tensor attributes and dicts
+    of tensors, and these entries are transient (every phase starts with the cache empty), so a graph never
+    reads an entry computed outside it, and an eager step's new entries must not make a reset graph recapture.
+    """
+
+    __slots__ = ("phase", "values")
+
+    def __init__(self) -> None:
+        self.phase = Phase()
         self.values: dict[Hashable, Any] = {}
+
+    def begin(self, name: PhaseName, rows: torch.Tensor | None = None) -> None:
+        """Enter phase ``name`` (``rows``: the rows an ``observe`` phase observes); the last phase's values go."""
+        self.phase.name, self.phase.rows = name, rows
+        self.values.clear()
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The value of ``key`` computed in this phase (``compute()`` the first time it is asked for)."""
+        values = self.values
+        if key not in values:
+            values[key] = compute()
+        return values[key]
 
 
 class ModelAccess:
@@ -72,11 +114,13 @@ class ModelAccess:
     _constants: dict[Hashable, Any]
 
     def cached(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per step phase (cleared after the physics, after events and after a reset)."""
-        values = self._cache.values
-        if key not in values:
-            values[key] = compute()
-        return values[key]
+        """``compute()`` once per step phase (:data:`PhaseName`: after the physics, after events, a reset...)."""
+        return self._cache.get(key, compute)
+
+    @property
+    def phase(self) -> Phase:
+        """The phase the env is in (a term that reads differently in an observation reads ``phase.name``)."""
+        return self._cache.phase
 
     def constant(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()`` once for the env's lifetime (ids, offsets, scale tensors of a term).
@@ -89,8 +133,13 @@ class ModelAccess:
         return self._constants[key]
 
     def invalidate(self) -> None:
-        """Forget this phase's cached values (the physics state changed)."""
-        self._cache.values.clear()
+        """Begin the current phase anew, forgetting its cached values (the state was written from outside).
+
+        For code that writes the physics state outside the env's step and reset (``set_state``, a
+        ``mujoco_warp`` call on ``env.d``); the env's own phases need no call.
+        """
+        phase = self._cache.phase
+        self._cache.begin(phase.name, phase.rows)
 
     def _id(self, kind: Any, name: str, what: str) -> int:
         """The id of ``name``; an unknown name is refused with its close matches first, then the model's names.

@@ -100,7 +100,7 @@ class RayBuffers:
 
     def _reads_kept(self) -> bool:
         """Whether this phase reads the last observation's cast (``"before_obs"``, outside an observation)."""
-        return self.cast == "before_obs" and not self.env.observing
+        return self.cast == "before_obs" and self.env.phase.name != "observe"
 
     def _current(self, key: tuple[str, int], cast: Callable[[], torch.Tensor]) -> torch.Tensor:
         """``cast()`` once per step phase, or (``cast="before_obs"``, outside an observation) the last cast.
@@ -116,7 +116,7 @@ class RayBuffers:
         def cast_and_keep() -> torch.Tensor:
             out = cast()
             self.has_cast = True
-            rows = self.env.observed_rows
+            rows = self.env.phase.rows
             for kept, live in zip(self._kept, self._live, strict=True):
                 if rows is None:
                     kept.copy_(live)

@@ -197,13 +197,14 @@ class ReacherEnv(LocomotionEnv):
     """Reacher-v5: a two-link arm reaching a random target; never terminates, truncates at 50 steps.
 
     The target is drawn uniformly in the disk of radius 0.2, as Gymnasium's rejection sampling from the
-    square does, but with polar counter-based draws (``r = 0.2 sqrt(u)``): one pass, no host loop.
-    Overriding :meth:`_sample_initial_state` selects the reference reset path (``reset_data`` + torch
-    draws), not the fused kernel.
+    square does, but with polar counter-based draws (``r = 0.2 sqrt(u)``): one pass, no host loop. Its own
+    :meth:`_sample_initial_state` is declared (``initial_state_draws = "task"``): the fused reset writes
+    those draws.
     """
 
     xml_file = "reacher.xml"
     default_frame_skip = 2
+    initial_state_draws = "task"
     refresh = "kinematics"  # observation and reward read the fingertip's and target's xpos
 
     def __init__(

@@ -1,9 +1,12 @@
 """The masked reset of :class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv` as one warp kernel.
 
-One thread per world: skip unless the world's mask bit is set, then count a new episode, draw the
-initial state from the counter-based hash (:mod:`gym_graphreset.core.rng`, same words, same float32 maths)
+One thread per world: skip unless the world's mask bit is set, then write the new episode's initial state
 and clear the state ``mujoco_warp.reset_data`` clears for a model without mocap bodies, equality
-constraints, sensors, user data, flexes, plugins or sleep. Replacing ``reset_data`` (six or more
+constraints, sensors, user data, flexes, plugins or sleep. The initial state is an input, as the env
+declares (``initial_state_draws``): ``"engine"``: the kernel counts the episode and draws ``init_qpos`` /
+``init_qvel`` plus noise from the counter-based hash (:mod:`gym_graphreset.core.rng`, same words, same
+float32 maths); ``"task"``: torch counted the episode and the task's ``_sample_initial_state`` proposed every
+row's state, which the kernel copies on the reset rows. Replacing ``reset_data`` (six or more
 launches, one over every contact slot of the population) and the torch hash (a few dozen elementwise
 kernels) by one launch matters because a captured step pays a few microseconds per graph node.
 
@@ -12,13 +15,16 @@ Imported lazily by the env: warp is an optional dependency.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import mujoco_warp as mjw
 import torch
 import warp as wp
 
-__all__ = ["KernelReset", "ReferenceReset", "launch_masked_reset", "needs_reset_data"]
+__all__ = ["KernelReset", "ReferenceReset", "ResetKind", "launch_masked_reset", "needs_reset_data"]
+
+ResetKind = Literal["kernel", "reference"]
+"""The two physics resets of an env: the fused kernel, or ``reset_data`` + torch writes (the reference)."""
 
 _M1 = wp.constant(wp.uint32(0x7FEB352D))
 _M2 = wp.constant(wp.uint32(0x846CA68B))
@@ -74,8 +80,10 @@ def _masked_reset_kernel(
     env_ids: wp.array(dtype=wp.int64),
     episode: wp.array(dtype=wp.int64),
     elapsed: wp.array(dtype=wp.int64),
-    init_qpos: wp.array(dtype=float),
-    init_qvel: wp.array(dtype=float),
+    init_qpos: wp.array2d(dtype=float),
+    init_qvel: wp.array2d(dtype=float),
+    per_row: int,
+    draw: int,
     scale: float,
     qpos_normal: int,
     qvel_normal: int,
@@ -94,25 +102,35 @@ def _masked_reset_kernel(
     time: wp.array(dtype=float),
     overflow: wp.array(dtype=int),
 ):
+    # init_qpos/init_qvel: row w * per_row (per_row 0: one shared row); draw 1: count the episode and add the
+    # hash's noise, draw 0: copy the rows as they are (the task's proposals; torch counted the episode)
     w = wp.tid()
     if not mask[w]:
         return
-    ep = episode[w] + wp.int64(1)
-    episode[w] = ep
+    r = w * per_row
     elapsed[w] = wp.int64(0)
-    s = seed[0]
-    seed_key = _low32(s >> wp.int64(32)) * _K_SEED  # as rng.hash_keys (uint32 products wrap mod 2**32)
-    row_key = seed_key ^ (_low32(env_ids[w] >> wp.int64(32)) * _K_ENV)
-    h = _mix32(_low32(s) ^ _mix32(_low32(s >> wp.int64(32))))  # stream 0
-    h = _combine(h, _low32(env_ids[w]), seed_key)
-    h = _combine(h, _low32(ep), row_key)
     nq = qpos.shape[1]
     nv = qvel.shape[1]
-    qvel_base = nq * (1 + qpos_normal)  # words [0, qvel_base) draw qpos, the rest qvel
-    for i in range(nq):
-        qpos[w, i] = init_qpos[i] + _draw(h, row_key, i, nq + i, qpos_normal, scale)
+    if draw == 0:
+        for i in range(nq):
+            qpos[w, i] = init_qpos[r, i]
+        for i in range(nv):
+            qvel[w, i] = init_qvel[r, i]
+    else:
+        ep = episode[w] + wp.int64(1)
+        episode[w] = ep
+        s = seed[0]
+        seed_key = _low32(s >> wp.int64(32)) * _K_SEED  # as rng.hash_keys (uint32 products wrap mod 2**32)
+        row_key = seed_key ^ (_low32(env_ids[w] >> wp.int64(32)) * _K_ENV)
+        h = _mix32(_low32(s) ^ _mix32(_low32(s >> wp.int64(32))))  # stream 0
+        h = _combine(h, _low32(env_ids[w]), seed_key)
+        h = _combine(h, _low32(ep), row_key)
+        qvel_base = nq * (1 + qpos_normal)  # words [0, qvel_base) draw qpos, the rest qvel
+        for i in range(nq):
+            qpos[w, i] = init_qpos[r, i] + _draw(h, row_key, i, nq + i, qpos_normal, scale)
+        for i in range(nv):
+            qvel[w, i] = init_qvel[r, i] + _draw(h, row_key, qvel_base + i, qvel_base + nv + i, qvel_normal, scale)
     for i in range(nv):
-        qvel[w, i] = init_qvel[i] + _draw(h, row_key, qvel_base + i, qvel_base + nv + i, qvel_normal, scale)
         qacc[w, i] = 0.0
         qacc_warmstart[w, i] = 0.0
         qfrc_applied[w, i] = 0.0
@@ -139,8 +157,12 @@ def needs_reset_data(mjm: Any) -> bool:
     return bool(mjm.nmocap or mjm.neq or mjm.nsensordata or mjm.nuserdata or mjm.nflex or mjm.nplugin or sleep)
 
 
-def launch_masked_reset(env: Any, arrays: dict[str, Any]) -> None:
-    """Launch the kernel on ``env``'s worlds (``arrays``: warp views of the torch key/state tensors)."""
+def launch_masked_reset(env: Any, arrays: dict[str, Any], task_draws: bool = False) -> None:
+    """Launch the kernel on ``env``'s worlds (``arrays``: warp views of the torch key/state tensors).
+
+    ``task_draws``: ``arrays["init_qpos"]`` / ``["init_qvel"]`` hold one proposed row per world, copied as they
+    are; else one shared row, plus the kernel's noise draws.
+    """
     d = env.d
     wp.launch(
         _masked_reset_kernel,
@@ -153,6 +175,8 @@ def launch_masked_reset(env: Any, arrays: dict[str, Any]) -> None:
             arrays["elapsed"],
             arrays["init_qpos"],
             arrays["init_qvel"],
+            int(task_draws),
+            int(not task_draws),
             float(env.reset_noise_scale),
             int(env.qpos_noise == "normal"),
             int(env.qvel_noise == "normal"),
@@ -175,53 +199,75 @@ def launch_masked_reset(env: Any, arrays: dict[str, Any]) -> None:
     )
 
 
+def _propose(env: Any, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Count the new episode on the rows of ``mask`` and draw every row's proposal (``_sample_initial_state``).
+
+    Both paths propose before the physics reset, so a task's draws see the same state on either.
+    """
+    env.keys.advance_(mask)
+    return env._sample_initial_state()
+
+
 class KernelReset:
     """The fused reset: ``reset_data`` only for models that need it, then :func:`launch_masked_reset`.
 
-    The draws and the episode counter are the kernel's own, so nothing is left for torch to do.
+    With the engine's draws (``initial_state_draws="engine"``) the kernel counts the episode and draws the
+    state, so torch does nothing. With the task's (``"task"``) torch counts the episode and runs
+    ``_sample_initial_state``, whose proposals are copied into two buffers allocated once (a warp graph holds
+    them), which the kernel writes on the reset rows.
     """
+
+    kind: ResetKind = "kernel"
 
     def __init__(self, env: Any) -> None:
         f = wp.from_torch
         self.env = env
         self.needs_reset_data = needs_reset_data(env.mjm)
+        self.task_draws = env.initial_state_draws == "task"
+        if self.task_draws:
+            self.proposal = (torch.zeros_like(env.qpos), torch.zeros_like(env.qvel))
+            init_qpos, init_qvel = self.proposal
+        else:
+            init_qpos, init_qvel = env.init_qpos.view(1, -1), env.init_qvel.view(1, -1)
         self.arrays = {
             "mask": env.reset_mask_wp,
             "seed": f(env.seed.view(1)),
             "env_ids": f(env.env_ids),
             "episode": f(env.episode),
             "elapsed": f(env.elapsed),
-            "init_qpos": f(env.init_qpos),
-            "init_qvel": f(env.init_qvel),
+            "init_qpos": f(init_qpos),
+            "init_qvel": f(init_qvel),
         }
 
-    def warp_part(self) -> None:
+    def reset(self, mask: torch.Tensor) -> None:
+        """Reset the physics of the rows of ``mask`` (the env's ``reset_mask_wp`` holds it already)."""
+        if self.task_draws:
+            qpos, qvel = _propose(self.env, mask)
+            self.proposal[0].copy_(qpos)
+            self.proposal[1].copy_(qvel)
+        self.env.runtime.run("reset", self._launch)
+
+    def _launch(self) -> None:
         """The warp launches (captured as one warp graph when eager on CUDA)."""
         if self.needs_reset_data:
             mjw.reset_data(self.env.m, self.env.d, reset=self.arrays["mask"])
-        launch_masked_reset(self.env, self.arrays)
-
-    def torch_part(self, mask: torch.Tensor) -> None:
-        """Nothing: the kernel drew and wrote the state."""
+        launch_masked_reset(self.env, self.arrays, self.task_draws)
 
 
 class ReferenceReset:
-    """The reference reset: ``reset_data``, then the env's torch draws and masked writes of the state."""
+    """The reference reset: the proposals (``_sample_initial_state``), ``reset_data``, masked torch writes."""
 
+    kind: ResetKind = "reference"
     needs_reset_data = True
 
     def __init__(self, env: Any) -> None:
         self.env = env
 
-    def warp_part(self) -> None:
-        """``mujoco_warp.reset_data`` on the masked worlds."""
-        mjw.reset_data(self.env.m, self.env.d, reset=self.env.reset_mask_wp)
-
-    def torch_part(self, mask: torch.Tensor) -> None:
-        """Count the episode, draw with :meth:`_sample_initial_state`, write the masked rows."""
+    def reset(self, mask: torch.Tensor) -> None:
+        """Count the episode, draw, ``mujoco_warp.reset_data`` on the masked worlds, write the masked rows."""
         env = self.env
-        env.keys.advance_(mask)
-        qpos, qvel = env._sample_initial_state()
+        qpos, qvel = _propose(env, mask)
+        env.runtime.run("reset", self._reset_data)
         m2 = mask.unsqueeze(1)
         env.qpos.copy_(torch.where(m2, qpos, env.qpos))
         env.qvel.copy_(torch.where(m2, qvel, env.qvel))
@@ -229,3 +275,6 @@ class ReferenceReset:
         env.qfrc_actuator.copy_(torch.where(m2, 0.0, env.qfrc_actuator))
         env.qfrc_constraint.copy_(torch.where(m2, 0.0, env.qfrc_constraint))
         env.elapsed.masked_fill_(mask, 0)
+
+    def _reset_data(self) -> None:
+        mjw.reset_data(self.env.m, self.env.d, reset=self.env.reset_mask_wp)

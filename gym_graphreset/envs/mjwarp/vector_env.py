@@ -33,10 +33,25 @@ from gym_graphreset.envs.mjwarp.construction import _MJWarpEnvBase, check_contac
 from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
 from gym_graphreset.envs.mjwarp.recording import SubstepRecording
 
-__all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv"]
+__all__ = ["OVERFLOW_CHECKS", "InitialStateDraws", "MJWarpVectorEnv"]
+
+InitialStateDraws = Literal["engine", "task"]
+"""Who draws a new episode's initial state: the engine's noise around ``init_qpos``, or the task's proposals."""
 
 OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
+
+
+def _check_initial_state_draws(cls: type[MJWarpVectorEnv]) -> None:
+    """Refuse an unknown ``initial_state_draws``, or own draws that the fused reset would ignore (``"engine"``)."""
+    draws = cls.initial_state_draws
+    if draws not in ("engine", "task"):
+        raise ValueError(f"{cls.__name__}.initial_state_draws must be 'engine' or 'task', got {draws!r}")
+    if draws == "engine" and cls._sample_initial_state is not _MJWarpEnvBase._sample_initial_state:
+        raise ValueError(
+            f"{cls.__name__} overrides _sample_initial_state but declares initial_state_draws='engine', so the "
+            "fused reset would draw the engine's noise instead: declare initial_state_draws = 'task' on the class"
+        )
 
 
 class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
@@ -59,7 +74,8 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
 
     Hooks: :meth:`_observe`, :meth:`_reward_terminated` (required); :meth:`_reset_task` (the task's own
     reset, with masked writes, between the physics reset and the observation); :meth:`_progress`;
-    :meth:`_sample_initial_state` (own initial-state draws: the reference reset path is then used). A task
+    :meth:`_sample_initial_state` (own initial-state draws, with ``initial_state_draws = "task"``: the fused
+    reset writes them, as it writes the engine's). A task
     that replaces whole phases fills :meth:`_apply_actions` (actions to actuators), :meth:`_task_step`
     (everything after the physics), :meth:`_before_reset` and :meth:`_after_reset` instead (the task
     layer's :class:`~gym_graphreset.managers.manager_based_env.ManagerBasedEnv` does). :meth:`reset` and :meth:`step`
@@ -77,9 +93,10 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         max_episode_steps: Truncation horizon.
         global_env_offset: Global index of world 0, for several processes splitting one population.
         model_edits: Called with the ``mujoco.MjModel`` before it goes to the device.
-        kernel_reset: Reset worlds with one fused warp kernel (draws bit-identical to
-            :meth:`_sample_initial_state` for uniform noise, to float32 rounding for normal noise);
-            ``False`` runs the reference path (``reset_data`` + torch draws + masked writes).
+        kernel_reset: Reset worlds with one fused warp kernel, whatever ``initial_state_draws`` says (the
+            engine's draws are bit-identical to :meth:`_sample_initial_state`'s default for uniform noise, to
+            float32 rounding for normal noise; a task's proposals are copied); ``False`` runs the reference
+            path (``reset_data`` + torch draws + masked writes). :meth:`reset_report` says which one runs.
         render_mode: ``None`` or ``"rgb_array"``: :meth:`render` then returns frames of the worlds
             (:class:`~gym_graphreset.envs.mjwarp.frames.WorldFrames`), for Gymnasium's ``RecordVideo``.
         render_worlds: The worlds :meth:`render` draws, in order; ``None`` (default): one frame per world,
@@ -112,7 +129,8 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
             :func:`~gym_graphreset.core.rng.step_bits`.
         init_qpos: ``(nq,)`` float32 (``qpos0``); ``init_qvel``: ``(nv,)`` float32 zeros.
         reset_strategy: :class:`~gym_graphreset.envs.mjwarp.reset.KernelReset` (one fused kernel) or
-            :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws).
+            :class:`~gym_graphreset.envs.mjwarp.reset.ReferenceReset` (``reset_data`` + torch draws), chosen by
+            ``kernel_reset`` alone.
         runtime: :class:`~gym_graphreset.envs.mjwarp.runtime.WarpRuntime`: the shared stream, cached warp graphs.
     """
 
@@ -122,6 +140,12 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
     supports_step_capture = True
     batched_model_fields: tuple[str, ...] = ()
     """Model fields given one row per world (``put_model(batch_sizes=...)``), e.g. for domain randomisation."""
+    initial_state_draws: InitialStateDraws = "engine"
+    """Who draws a new episode's ``(qpos, qvel)``, an input of either reset path. ``"engine"``: ``init_qpos`` /
+    ``init_qvel`` plus ``qpos_noise`` / ``qvel_noise`` noise of scale ``reset_noise_scale`` (drawn inside the
+    fused kernel; :meth:`_sample_initial_state`'s default is their torch reference). ``"task"``: the class's own
+    :meth:`_sample_initial_state`, whose full-width proposals the reset writes on the reset rows. A class that
+    overrides :meth:`_sample_initial_state` must declare ``"task"`` (else it is refused at construction)."""
 
     def __init__(
         self,
@@ -142,6 +166,9 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         warp_verbose: bool = False,
     ) -> None:
         self.device = check_device(device if device is not None else default_device())
+        if not isinstance(kernel_reset, bool):
+            raise ValueError(f"`kernel_reset` must be a bool, got {kernel_reset!r}")
+        _check_initial_state_draws(type(self))
         self.num_envs, self.max_episode_steps, global_env_offset = check_env_counts(
             num_envs, max_episode_steps, global_env_offset
         )
@@ -162,10 +189,9 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
             self._progress_buf = self._progress().clone()  # its shape; the first reset fills it
         from gym_graphreset.envs.mjwarp.reset import KernelReset, ReferenceReset
 
-        own_draws = type(self)._sample_initial_state is not MJWarpVectorEnv._sample_initial_state
         with self.runtime.quiet():
             self.reset_strategy: KernelReset | ReferenceReset = (
-                KernelReset(self) if kernel_reset and not own_draws else ReferenceReset(self)
+                KernelReset(self) if kernel_reset else ReferenceReset(self)
             )
         obs, _ = self.reset()
         self.single_observation_space = self._observation_space(obs)
@@ -307,8 +333,7 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         velocity reads ``_progress_buf``, which only the reset worlds update here.
         """
         self._reset_mask.copy_(mask)
-        self.runtime.run("reset", self.reset_strategy.warp_part)
-        self.reset_strategy.torch_part(mask)
+        self.reset_strategy.reset(mask)
         self.runtime.run("kinematics", self._refresh_kinematics)
         self._update_progress(mask)
 
@@ -351,6 +376,20 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
             self.elapsed.add_(1)
             self.checks.record(self.qpos, self.qvel)
             return self._task_step(before, action)
+
+    def reset_report(self) -> dict[str, str]:
+        """Which physics reset runs and why (:class:`~gym_graphreset.core.protocols.ReportsReset`).
+
+        ``reset``: ``"kernel"`` (one fused warp kernel, after ``reset_data`` for models with state it does not
+        clear) or ``"reference"``; ``initial_state``: ``initial_state_draws``; ``why``: what chose the path.
+        """
+        strategy = self.reset_strategy
+        if strategy.kind == "kernel":
+            extra = ", after mujoco_warp.reset_data (the model has state the kernel does not clear)"
+            why = "kernel_reset=True (the default)" + (extra if strategy.needs_reset_data else "")
+        else:
+            why = "kernel_reset=False (asked for at construction)"
+        return {"reset": strategy.kind, "initial_state": self.initial_state_draws, "why": why}
 
     def add_checks(self, latch: CheckSink) -> None:
         """Latch the overflow bits and the finite state of the last step (before its reset); no host read."""
