@@ -237,7 +237,7 @@ class EventTerm:
     startup events ran, as mjlab does after writing ``body_ipos``, ``body_mass``, ``body_inertia`` or
     ``dof_armature``: the constants derived from them at ``qpos0`` (inverse weights, which set how soft
     contacts and joint limits are; subtree masses) follow the new values, each world its own
-    (:meth:`~gym_graphreset.envs.mjwarp.constants.ModelConstants.recompute_constants`). It is not run inside a
+    (:meth:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv.recompute_constants`). It is not run inside a
     step (it costs about a forward pass of every world), so reset and interval events cannot ask for it.
     """
 

@@ -7,7 +7,6 @@ its overflow and finite-state checks (:mod:`~gym_graphreset.envs.mjwarp.checks`)
 """
 
 from gym_graphreset.envs.mjwarp.checks import healthy_range
-from gym_graphreset.envs.mjwarp.construction import default_device
-from gym_graphreset.envs.mjwarp.vector_env import OVERFLOW_CHECKS, MJWarpVectorEnv
+from gym_graphreset.envs.mjwarp.vector_env import OVERFLOW_CHECKS, MJWarpVectorEnv, default_device
 
 __all__ = ["OVERFLOW_CHECKS", "MJWarpVectorEnv", "default_device", "healthy_range"]

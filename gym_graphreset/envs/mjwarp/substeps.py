@@ -2,7 +2,7 @@
 
 A step runs ``frame_skip`` substeps; the task reads the sensors once, after the last. Terms that must see
 what happened in between (a contact that opened and closed within the step: mjlab's contact-sensor
-``history_length``) ask :meth:`~gym_graphreset.envs.mjwarp.recording.SubstepRecording.record_substeps` for
+``history_length``) ask :meth:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv.record_substeps` for
 sensor columns; one warp launch after each substep copies them into a ``(nworld, frame_skip, k)`` buffer.
 The launches are part of the physics (its warp graph, or the step's torch graph): no host read; a bare-physics
 timing (``run_physics``) includes them.

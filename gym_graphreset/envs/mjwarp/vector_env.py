@@ -9,7 +9,7 @@ capture). On the CPU warp's CPU backend runs the same code.
 The masked reset reads no host data: ``mujoco_warp.reset_data`` with a preallocated ``wp.array`` mask,
 masked writes of counter-based initial-state draws, then the position/velocity kinematics that
 observations read. Task subclasses (:mod:`gym_graphreset.envs.gym_mujoco.tasks`) define observation, reward,
-termination and reset noise. Substep records and derived-constant recomputation are mixins of their own.
+termination and reset noise.
 """
 
 from __future__ import annotations
@@ -17,23 +17,28 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, SupportsIndex
 
+import numpy as np
 import torch
-from gymnasium.vector import AutoresetMode
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 import gym_graphreset.envs.mjwarp.checks as mjwarp_checks
 from gym_graphreset.core.inputs import check_device, check_env_counts, check_positive_int, inner_actions
 from gym_graphreset.core.protocols import CheckSink
-from gym_graphreset.core.rng import StreamAllocator
+from gym_graphreset.core.rng import EpisodeKeys, StreamAllocator, bits_to_normal, bits_to_uniform, counter_bits
 from gym_graphreset.core.selection import options_reset_mask, resolve_reset_mask
-from gym_graphreset.envs.mjwarp.constants import ModelConstants
-from gym_graphreset.envs.mjwarp.construction import _MJWarpEnvBase, check_contact_limits, default_device
-from gym_graphreset.envs.mjwarp.frames import WorldFrames, check_render_args
-from gym_graphreset.envs.mjwarp.recording import SubstepRecording
+from gym_graphreset.envs.mjwarp.checks import WorldChecks
+from gym_graphreset.envs.mjwarp.constants import SET_CONST_FIELDS
+from gym_graphreset.envs.mjwarp.frames import WorldFrames, WorldRenderer, check_render_args
+from gym_graphreset.envs.mjwarp.runtime import WarpRuntime
 
-__all__ = ["OVERFLOW_CHECKS", "InitialStateDraws", "MJWarpVectorEnv"]
+if TYPE_CHECKING:
+    from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
+
+__all__ = ["OVERFLOW_CHECKS", "InitialStateDraws", "MJWarpVectorEnv", "check_contact_limits", "default_device"]
 
 InitialStateDraws = Literal["engine", "task"]
 """Who draws a new episode's initial state: the engine's noise around ``init_qpos``, or the task's proposals."""
@@ -42,19 +47,34 @@ OVERFLOW_CHECKS: dict[str, int] = mjwarp_checks.OVERFLOW_CHECKS
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
+def default_device() -> torch.device:
+    """CUDA when available, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def check_contact_limits(nconmax: int | None, njmax: int | None) -> None:
+    """Refuse a ``nconmax``/``njmax`` that is not ``None`` or an int >= 1."""
+    for name, value in (("nconmax", nconmax), ("njmax", njmax)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(
+                f"`{name}` must be None (MuJoCo Warp's default) or an int >= 1, got {value!r}: a world "
+                "without room for contacts/constraints would silently drop them"
+            )
+
+
 def _check_initial_state_draws(cls: type[MJWarpVectorEnv]) -> None:
     """Refuse an unknown ``initial_state_draws``, or own draws that the fused reset would ignore (``"engine"``)."""
     draws = cls.initial_state_draws
     if draws not in ("engine", "task"):
         raise ValueError(f"{cls.__name__}.initial_state_draws must be 'engine' or 'task', got {draws!r}")
-    if draws == "engine" and cls._sample_initial_state is not _MJWarpEnvBase._sample_initial_state:
+    if draws == "engine" and cls._sample_initial_state is not MJWarpVectorEnv._sample_initial_state:
         raise ValueError(
             f"{cls.__name__} overrides _sample_initial_state but declares initial_state_draws='engine', so the "
             "fused reset would draw the engine's noise instead: declare initial_state_draws = 'task' on the class"
         )
 
 
-class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
+class MJWarpVectorEnv(VectorEnv):
     """A batch of MuJoCo Warp worlds of one model, stepped and reset with no host read.
 
     Subclassing (a task of your own): implement :meth:`_observe` and :meth:`_reward_terminated`; override
@@ -177,7 +197,7 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         self.render_mode, self.render_worlds, self.render_size = check_render_args(
             type(self).__name__, render_mode, render_worlds, render_size, self.num_envs
         )
-        self._world_renderer = None
+        self._world_renderer: WorldRenderer | None = None
         self._load_model(model, model_edits)
         self._put_on_device(nconmax, njmax, warp_verbose)
         self._allocate_torch_state(global_env_offset)
@@ -196,6 +216,179 @@ class MJWarpVectorEnv(SubstepRecording, ModelConstants, _MJWarpEnvBase):
         obs, _ = self.reset()
         self.single_observation_space = self._observation_space(obs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    # ------------------------------------------------------------------ construction
+
+    def _load_model(self, model: str | Path, model_edits: Callable[[Any], None] | None) -> None:
+        """The MuJoCo model from an XML string or path, with ``model_edits`` applied."""
+        import mujoco
+
+        text = str(model)
+        self.mjm = (
+            mujoco.MjModel.from_xml_string(text)
+            if text.lstrip().startswith("<")
+            else mujoco.MjModel.from_xml_path(text)
+        )
+        if model_edits is not None:
+            model_edits(self.mjm)
+        self.dt = float(self.mjm.opt.timestep) * self.frame_skip
+        self.metadata = {**type(self).metadata, "render_fps": round(1.0 / self.dt)}
+
+    def _put_on_device(self, nconmax: int | None, njmax: int | None, warp_verbose: bool) -> None:
+        """The warp model and data, and torch views of the fields the env reads and writes."""
+        import mujoco_warp as mjw
+        import warp as wp
+
+        self.runtime = WarpRuntime(self.device, verbose=warp_verbose)
+        self.wp_device, self.cuda_stream = self.runtime.wp_device, self.runtime.cuda_stream
+        with self.runtime.on_stream(wait=False):
+            batch = {name: self.num_envs for name in self.batched_model_fields}
+            self.m: Any = mjw.put_model(self.mjm, batch_sizes=batch or None)
+            self.m.opt.warn_overflow = 0  # device printf would repeat on every graph replay
+            self.d = mjw.make_data(self.mjm, nworld=self.num_envs, nconmax=nconmax, njmax=njmax)
+            self.reset_mask_wp = wp.zeros(self.num_envs, dtype=bool, device=self.wp_device)
+        t = wp.to_torch
+        d = self.d
+        self.qpos, self.qvel, self.ctrl = t(d.qpos), t(d.qvel), t(d.ctrl)
+        self.xpos, self.xipos, self.site_xpos = t(d.xpos), t(d.xipos), t(d.site_xpos)
+        self.cinert, self.cvel, self.cfrc_ext = t(d.cinert), t(d.cvel), t(d.cfrc_ext)
+        self.qfrc_actuator, self.qfrc_constraint = t(d.qfrc_actuator), t(d.qfrc_constraint)
+        self.overflow = t(d.overflow)
+        self._reset_mask = t(self.reset_mask_wp)
+
+    def _allocate_torch_state(self, global_env_offset: int) -> None:
+        """Per-world torch state: initial pose, elapsed steps, episode keys, overflow latch."""
+        dev, num_envs = self.device, self.num_envs
+        self.init_qpos = torch.as_tensor(self.mjm.qpos0, dtype=torch.float32, device=dev)
+        self.init_qvel = torch.zeros(self.mjm.nv, dtype=torch.float32, device=dev)
+        self.body_mass = torch.as_tensor(self.mjm.body_mass, dtype=torch.float32, device=dev)
+        self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
+        self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
+        self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
+        self.checks = WorldChecks(self.overflow)
+        self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
+        self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
+        self.substep_records: list[SubstepRecord] = []
+        self._physics_started = False
+
+    def _make_action_space(self) -> None:
+        """The action space from the actuators' control ranges (``_setup_task`` may replace it)."""
+        ctrlrange = self.mjm.actuator_ctrlrange.astype(np.float32)
+        self.single_action_space = spaces.Box(ctrlrange[:, 0], ctrlrange[:, 1], dtype=np.float32)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+    def _observation_space(self, obs: Any) -> spaces.Space[Any]:
+        """The single observation space of the first reset's ``obs``: a ``Box``, or a ``Dict`` of groups."""
+
+        def box(where: str, value: Any) -> spaces.Box:
+            if not (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == self.num_envs):
+                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise TypeError(
+                    f"{type(self).__name__}._observe() must return a (num_envs, d) = ({self.num_envs}, d) tensor "
+                    f"or a dict of them (observation groups), got {got}{where}"
+                )
+            return spaces.Box(-np.inf, np.inf, (value.shape[1],), np.float32)
+
+        if isinstance(obs, dict):
+            return spaces.Dict({key: box(f" for group {key!r}", value) for key, value in obs.items()})
+        return box("", obs)
+
+    def _draw_world(self, qpos: torch.Tensor) -> np.ndarray:
+        """One world's frame; the renderer is made on the first."""
+        if self._world_renderer is None:
+            self._world_renderer = WorldRenderer(self.mjm, *self.render_size)
+        return self._world_renderer.frame(qpos)
+
+    def _not_copyable(self) -> TypeError:
+        return TypeError(
+            f"{type(self).__name__} cannot be pickled or copied: its MuJoCo Warp model and data live in warp "
+            f"arrays on {self.device} (with captured graphs and a stream). Build another env with the same "
+            "arguments instead (e.g. gymnasium.make_vec(...)); to carry a state over, copy `env.state()` "
+            "(qpos, qvel) and restore it with `env.set_state(qpos, qvel)`"
+        )
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> NoReturn:
+        """Refuse pickling and ``copy.copy`` by name (warp's device state cannot be serialised)."""
+        raise self._not_copyable()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NoReturn:
+        """Refuse ``copy.deepcopy`` by name."""
+        raise self._not_copyable()
+
+    qpos_noise: str = "uniform"
+    qvel_noise: str = "uniform"
+    reset_noise_scale: float = 0.1
+
+    def _sample_initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Full-width initial (qpos, qvel) draws for every world's current episode index.
+
+        One hash pass makes every word of the reset (a few dozen kernels, whatever nq and nv are).
+        """
+        s, nq, nv = self.reset_noise_scale, self.mjm.nq, self.mjm.nv
+        widths = [nq * (2 if self.qpos_noise == "normal" else 1), nv * (2 if self.qvel_noise == "normal" else 1)]
+        bits = counter_bits(self.seed, self.env_ids, self.episode, sum(widths))
+        qpos_bits, qvel_bits = bits[:, : widths[0]], bits[:, widths[0] :]
+
+        def draw(kind: str, b: torch.Tensor) -> torch.Tensor:
+            return bits_to_normal(b, s) if kind == "normal" else bits_to_uniform(b, -s, s)
+
+        return self.init_qpos + draw(self.qpos_noise, qpos_bits), self.init_qvel + draw(self.qvel_noise, qvel_bits)
+
+    def record_substeps(self, cols: Sequence[int]) -> torch.Tensor:
+        """A ``(num_envs, frame_skip, len(cols))`` view: ``sensordata[:, cols]`` after each substep of the last step.
+
+        Ask while building (in :meth:`_setup_task` or a sensor's ``build``): the physics is captured at its
+        first run, so columns asked for later would never be recorded, and are refused.
+
+        Raises:
+            RuntimeError: the physics has run already.
+            ValueError: ``cols`` empty, not integers, or a column not in ``[0, nsensordata)``.
+        """
+        from gym_graphreset.envs.mjwarp.substeps import SubstepRecord
+
+        if self._physics_started:
+            raise RuntimeError("record_substeps: the physics has run already; ask while building the env")
+        cols = list(cols)
+        ints = all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cols)
+        if not cols or not ints or any(not 0 <= c < self.mjm.nsensordata for c in cols):
+            raise ValueError(
+                f"record_substeps: `cols` must be a non-empty sequence of sensordata columns in "
+                f"[0, {self.mjm.nsensordata}), got {cols!r}"
+            )
+        record = SubstepRecord(self.d, cols, self.frame_skip, self.wp_device)
+        self.substep_records.append(record)
+        return record.values
+
+    def recompute_constants(self) -> None:
+        """``mujoco_warp.set_const`` on every world: constants derived at ``qpos0`` follow per-world model writes.
+
+        After writing ``body_ipos``, ``body_mass``, ``body_inertia`` or ``dof_armature`` per world, their
+        derived constants (inverse weights, which set contact and joint-limit softness, subtree masses, actuator
+        accelerations: ``body_subtreemass``, ``dof_invweight0``, ``body_invweight0``, ``tendon_length0``,
+        ``tendon_invweight0``, ``actuator_acc0``) are still the compiled model's until this runs. The derived
+        state is then recomputed from the current ``qpos`` and ``qvel`` (kinematics, centres of mass, body
+        velocities: ``set_const`` evaluates the model at ``qpos0``). Eager only: not part of a captured step.
+        ``set_const`` also writes camera and light references, equality anchors and geom bounds; those that are
+        not per-world take one world's values (a camera tracking the centre of mass follows one world's).
+
+        Raises:
+            ValueError: one of those fields is not per-world (``batched_model_fields``): every world would
+                write one shared row.
+        """
+        import mujoco_warp as mjw
+
+        missing = [f for f in SET_CONST_FIELDS if f not in self.batched_model_fields]
+        if missing:
+            raise ValueError(
+                f"recompute_constants: {missing} must be per-world: set_const writes each world's derived "
+                f"constants there. On a task, give a startup EventTerm recompute='set_const' (it makes them "
+                f"per-world); on an MJWarpVectorEnv subclass, list them in `batched_model_fields`"
+            )
+        with self._on_stream():
+            mjw.set_const(self.m, self.d)
+            mjw.kinematics(self.m, self.d)
+            mjw.com_pos(self.m, self.d)
+            mjw.com_vel(self.m, self.d)
 
     # ------------------------------------------------------------------ task hooks
 
