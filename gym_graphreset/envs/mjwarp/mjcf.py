@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FLOOR_TEXTURE",
     "add_floor",
     "add_position_actuator",
     "replace_actuators",
@@ -166,11 +167,45 @@ def has_own_floor(m: Any, path: Path) -> bool:
     return True
 
 
+FLOOR_TEXTURE = "groundplane"
+"""The name of the floor's checker texture and material (mjlab's): a robot walking shows against its squares."""
+
+
 def add_floor(spec: Any) -> None:
-    """A colliding ground plane named ``floor`` on the world body."""
+    """A colliding ground plane named ``floor`` on the world body, with a checker material and a sky (visual only).
+
+    The squares (edges marked) make motion visible in a video; the material and the gradient sky (added unless
+    the model has a skybox) change no physics.
+    """
     import mujoco
 
-    floor = spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05])
+    if spec.texture(FLOOR_TEXTURE) is None:
+        spec.add_texture(
+            name=FLOOR_TEXTURE,
+            type=mujoco.mjtTexture.mjTEXTURE_2D,
+            builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+            rgb1=[0.2, 0.3, 0.4],
+            rgb2=[0.1, 0.2, 0.3],
+            mark=mujoco.mjtMark.mjMARK_EDGE,
+            markrgb=[0.8, 0.8, 0.8],
+            width=300,
+            height=300,
+        )
+        material = spec.add_material(name=FLOOR_TEXTURE, texrepeat=[5, 5], texuniform=True, reflectance=0.2)
+        material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = FLOOR_TEXTURE
+        if not any(t.type == mujoco.mjtTexture.mjTEXTURE_SKYBOX for t in spec.textures):
+            spec.add_texture(
+                name="skybox",
+                type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+                builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+                rgb1=[0.3, 0.5, 0.7],
+                rgb2=[0.0, 0.0, 0.0],
+                width=512,
+                height=3072,
+            )
+    floor = spec.worldbody.add_geom(
+        name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 0.05], material=FLOOR_TEXTURE
+    )
     floor.contype, floor.conaffinity = 1, 1
 
 
