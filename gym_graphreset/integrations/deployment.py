@@ -31,8 +31,10 @@ ActionKind = Literal["joint_position", "joint_effort"]
 class Deployment:
     """A trained task's deployment data, every list in action order (joints) or the policy group's term order.
 
-    For a joint-position action the target is ``action_offset + action_scale * action``; for a joint-effort
-    action the torque is ``action_scale * action`` (its offset is 0).
+    For a joint-position action the target is ``action_offset + action_scale * clip(a)``; for a joint-effort
+    action the torque is ``action_scale * clip(a)`` (its offset is 0), where ``a`` is the policy's action of
+    ``action_delay`` steps before and ``clip`` clips it to ``action_clip``. (A term's ``subtract_encoder_bias``
+    is not here: it simulates a robot's biased encoders in training; on the robot the bias is its own.)
     """
 
     step_dt: float
@@ -44,6 +46,10 @@ class Deployment:
     action_scale: tuple[float, ...]
     action_offset: tuple[float, ...]
     """Per action: the target at action 0 (the default pose for ``use_default_offset``; 0 for efforts)."""
+    action_clip: tuple[tuple[float, float], ...]
+    """Per action: ``(low, high)`` the action is clipped to before scaling, ``(-inf, inf)`` for none."""
+    action_delay: tuple[int, ...]
+    """Per action: policy steps between the action and the actuators (0: none)."""
     default_joint_pos: tuple[float, ...]
     """The robot's default pose at the action joints."""
     joint_stiffness: tuple[float, ...]
@@ -129,6 +135,8 @@ def deployment_of(env: ManagerBasedEnv, groups: Sequence[str] = ("policy",)) -> 
     kinds: list[ActionKind] = []
     scale: list[float] = []
     offset: list[float] = []
+    clip: list[tuple[float, float]] = []
+    delay: list[int] = []
     stiffness: list[float] = []
     damping: list[float] = []
     joints: list[int] = []
@@ -138,6 +146,10 @@ def deployment_of(env: ManagerBasedEnv, groups: Sequence[str] = ("policy",)) -> 
         kinds += ["joint_position" if position else "joint_effort"] * len(slot.term.joint_names)
         scale += _floats(slot.scale.tolist())
         offset += _floats(slot.offset.tolist())
+        k = len(slot.term.joint_names)
+        low, high = (-math.inf, math.inf) if slot.term.clip is None else slot.term.clip
+        clip += [(float(low), float(high))] * k
+        delay += [int(slot.term.delay)] * k
         joints += env.joint_index(slot.term.joint_names, "deployment")
         for a in slot.actuators.tolist():
             stiffness.append(float(mjm.actuator_gainprm[a, 0]) if position else 0.0)
@@ -155,6 +167,8 @@ def deployment_of(env: ManagerBasedEnv, groups: Sequence[str] = ("policy",)) -> 
         action_kinds=tuple(kinds),
         action_scale=tuple(scale),
         action_offset=tuple(offset),
+        action_clip=tuple(clip),
+        action_delay=tuple(delay),
         default_joint_pos=_floats(env.default_joint_pos[joints].tolist()),
         joint_stiffness=tuple(stiffness),
         joint_damping=tuple(damping),

@@ -167,7 +167,7 @@ class FastPPO(FinalObsPPO):
         if self.update_path != "stock":
             self.learning_rate = float(self.learning_rate)
             self._use_device_lr()
-            self._graph = None
+            self._drop_graph()
         return loaded
 
     def update(self) -> dict[str, float]:
@@ -287,7 +287,7 @@ class FastPPO(FinalObsPPO):
                 old_params=tuple(torch.empty_like(p) for p in rollout.old_params),
             )
             self._index = torch.zeros(mini_batch_size, dtype=torch.long, device=self.device)
-            self._graph = None
+            self._drop_graph()
         for static, source in zip(self._static.tensors(), rollout.tensors(), strict=True):
             static.copy_(source)
         for module, name, pinned in self._pinned:  # rsl_rl reassigns some buffers (the normaliser's _std)
@@ -295,9 +295,17 @@ class FastPPO(FinalObsPPO):
             if current is not pinned:
                 pinned.copy_(current)
                 setattr(module, name, pinned)
-        if self._graph is not None and any(a is not b for a, b in zip(self._inputs(), self._graph_inputs, strict=True)):
-            self._graph = None  # parameters or optimiser state replaced: capture again
+        if self._graph is not None:
+            inputs = self._inputs()
+            replaced = len(inputs) != len(self._graph_inputs)  # a parameter group or a state entry added
+            if replaced or any(a is not b for a, b in zip(inputs, self._graph_inputs, strict=True)):
+                self._drop_graph()  # parameters or optimiser state replaced: warm up and capture again
         return self._static
+
+    def _drop_graph(self) -> None:
+        """Forget the captured graph: the next minibatch steps warm up eagerly again, then it is captured anew."""
+        self._graph = None
+        self._warm = 0
 
     def _inputs(self) -> list[torch.Tensor]:
         """The parameters and optimiser state the graph reads and writes."""

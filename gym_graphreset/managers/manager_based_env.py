@@ -384,11 +384,12 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         return self._reset_mask
 
     def _before_reset(self, mask: torch.Tensor) -> None:
-        self._cache.begin("reset")  # nothing in a reset reads a value cached before it
+        self._cache.begin("reset")  # the terminal state: nothing in a reset reads a value cached before it
         self.curriculum_manager.reset(mask)
         self.event_manager.reset(mask)  # event classes start the new episode before its reset events run
 
     def _after_reset(self, mask: torch.Tensor, seeded: bool) -> Any:
+        self._cache.begin("new_state")  # after the physics reset: no value cached on the terminal state
         self.recorder_manager.reset(mask)
         if seeded or not self._startup_done:
             self._startup_done = True

@@ -39,15 +39,15 @@ def _listing(names: list[str], family: int = 5) -> list[str]:
     return out
 
 
-PhaseName = Literal["setup", "physics", "events", "forward", "observe", "observed", "reset", "started"]
+PhaseName = Literal["setup", "physics", "events", "forward", "observe", "observed", "reset", "new_state", "started"]
 """The phases of a task's step and reset, in order; a value cached in one is not read in another.
 
 ``setup``: construction. A step: ``physics`` (after the physics: sensors, rewards, terminations, commands and
 interval events), ``events`` (after commands and interval events, which may write the state: metrics),
 ``forward`` (after ``TaskCfg.forward_before_obs``'s forward pass), ``observe`` (the observation alone: a
 ``cast="before_obs"`` ray sensor casts only here) and ``observed`` (after it: recorders). A reset: ``reset``
-(curricula and events on the terminal state, the physics reset), ``started`` (after every manager's reset),
-then ``observe`` and ``observed`` as in a step.
+(curricula and events on the terminal state), ``new_state`` (after the physics reset: startup events and every
+manager's reset), ``started`` (after them), then ``observe`` and ``observed`` as in a step.
 """
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,7 @@ class RegisteredTask:
                 "(other keywords go to the env)"
             )
         edits = {k: options.pop(k) for k in CFG_EDITS if k in options}
+        edits = {k: v for k, v in edits.items() if v is not None}  # None: the task's own value
         options = {k: v for k, v in options.items() if v is not None}  # None: the task's default
         if cfg is not None and (given := [k for k, v in options.items() if v is not False]):
             use = f"; use {_qualname(self.task)}(model_xml, keep_sensors=True)"
@@ -175,6 +177,7 @@ def register_task(
             raise ValueError(f"a `task` string must be 'module:attribute', got {task!r}")
     elif not (callable(task) or isinstance(task, _task_cfg_type())):
         raise TypeError(f"`task` must be a TaskCfg or a function returning one, got {type(task).__name__}")
+    _check_options(env_id, task, tuple(options))
     if env_id in gym.registry and not replace:
         raise ValueError(f"`env_id` {env_id!r} is already registered (pass replace=True to re-register it)")
     entry = RegisteredTask(env_id, task, options=tuple(options))
@@ -183,6 +186,27 @@ def register_task(
     gym.registry.pop(env_id, None)  # replace=True: re-registered on purpose, without Gymnasium's warning
     gym.register(id=env_id, vector_entry_point=entry, max_episode_steps=max_episode_steps)
     return entry
+
+
+def _check_options(env_id: str, task: Any, options: tuple[str, ...]) -> None:
+    """Refuse options a function task does not take (a ``"module:attribute"`` task is imported when made).
+
+    Without this a misspelled option would pass registration and fail at ``make_vec`` as a bare ``TypeError``.
+    """
+    wanted = [o for o in options if o not in CFG_EDITS]
+    if isinstance(task, str) or not wanted:
+        return
+    takes: list[str] = []
+    if callable(task):
+        params = inspect.signature(task).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return
+        takes = sorted(p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+    if unknown := [o for o in wanted if o not in takes]:
+        raise ValueError(
+            f"register_task({env_id!r}): `options` {unknown} are not parameters of the task (it takes "
+            f"{takes or 'none'}); options are the task function's parameters or the config edits {list(CFG_EDITS)}"
+        )
 
 
 def registered_task(env_id: str) -> RegisteredTask | None:

@@ -350,13 +350,14 @@ class EventManager:
             self.env.recompute_constants()
 
     def run_reset(self, rows: torch.Tensor, u: torch.Tensor) -> None:
-        """Every reset event (they write ``env.initial_state``).
+        """Every reset event (they write ``env.initial_state``), on the terminal state, before the physics reset.
 
-        An event that writes ``env.qpos`` or ``env.qvel`` in place is refused by name (the tensors' version
-        counters, metadata: no device read): the engine writes the reset rows' state from
-        ``env.initial_state`` after the events, so the write would be lost. The constructor's first reset
-        runs every reset event, so this fails when the env is built, before any physics step; a compiled
-        step (which cannot read version counters) skips the check.
+        The physics reset runs after the events: it writes the reset rows' ``qpos``/``qvel`` from
+        ``env.initial_state`` and clears their controls and applied forces. An event that writes ``env.qpos``,
+        ``env.qvel`` or ``env.ctrl`` in place is therefore refused by name (the tensors' version counters,
+        metadata: no device read), since the write would be lost. The constructor's first reset runs every
+        reset event, so this fails when the env is built, before any physics step; a compiled step (which
+        cannot read version counters) skips the check.
         """
         env = self.env
         check = not torch.compiler.is_compiling()  # eager resets check (the constructor's first); dynamo can't
@@ -364,15 +365,17 @@ class EventManager:
             if not check:
                 call(rows, u[:, words])
                 continue
-            before = (env.qpos._version, env.qvel._version)
+            watched = {"env.qpos": env.qpos, "env.qvel": env.qvel, "env.ctrl": env.ctrl}
+            before = {k: t._version for k, t in watched.items()}
             call(rows, u[:, words])
-            if (env.qpos._version, env.qvel._version) != before:
+            if written := [k for k, t in watched.items() if t._version != before[k]]:
                 func = env.cfg.events[name].func
                 raise ValueError(
-                    f"events[{name!r}]: {getattr(func, '__name__', func)!r} wrote env.qpos or env.qvel, which the "
-                    "engine's reset overwrites on the reset rows with env.initial_state after the reset events: "
-                    "write the new episode's state to env.initial_state.qpos / env.initial_state.qvel instead "
-                    "(full width; the engine writes the reset rows only)"
+                    f"events[{name!r}]: {getattr(func, '__name__', func)!r} wrote {' and '.join(written)}, which "
+                    "the engine's physics reset overwrites on the reset rows after the reset events (state from "
+                    "env.initial_state, controls zeroed): write the new episode's state to "
+                    "env.initial_state.qpos / env.initial_state.qvel instead (full width; the engine writes the "
+                    "reset rows only); a control is the action's, from the first step on"
                 )
 
     def restart_timers(self, rows: torch.Tensor, u: torch.Tensor) -> None:

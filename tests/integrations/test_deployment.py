@@ -42,6 +42,21 @@ def test_joints_gains_and_pose_are_the_ones_the_env_applies(go1: object, deploym
     assert deployment.action_offset == deployment.default_joint_pos
     assert deployment.action_scale == tuple(slot.scale.tolist()) and set(deployment.action_kinds) == {"joint_position"}
     assert math.isclose(deployment.step_dt, 0.02)
+    assert deployment.action_clip == ((-math.inf, math.inf),) * 12 and deployment.action_delay == (0,) * 12
+
+
+def test_an_action_clip_and_delay_reach_the_deployment_data() -> None:
+    """What the env does to an action before scaling it, clip and delay, is what a controller must do too."""
+    from dataclasses import replace
+
+    from gym_graphreset.tasks.velocity.config.go1 import Go1VelocityFlatEnv, go1_velocity_flat_cfg
+
+    cfg = go1_velocity_flat_cfg()
+    action = replace(cfg.actions["joint_pos"], clip=(-2.0, 2.0), delay=1)
+    env = Go1VelocityFlatEnv(2, device="cpu", cfg=replace(cfg, actions={"joint_pos": action}))
+    deployment = deployment_of(env)
+    assert deployment.action_clip == ((-2.0, 2.0),) * 12 and deployment.action_delay == (1,) * 12
+    assert deployment.metadata()["action_clip"].split(",")[0] == "-2.0;2.0"
 
 
 def test_observation_terms_are_the_policy_groups_in_order(go1: object, deployment: Deployment) -> None:

@@ -155,3 +155,20 @@ def test_a_model_variant_the_task_does_not_take_is_refused_naming_what_it_takes(
         tracking.cfg(terrain=None)
     with pytest.raises(ValueError, match=re.escape("`keep_sensors` must be a bool, got 'yes'")):
         registered_task("gym_graphreset/Go1-Velocity-Flat-v0").cfg(keep_sensors="yes")  # type: ignore[union-attr]
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_none_keeps_the_tasks_own_value_and_unknown_options_fail_at_registration() -> None:
+    """``obs_clip=None`` (as every other option's ``None``) leaves the task's value, not a removed clip; an option
+    the task function does not take is refused when registered, naming what it takes."""
+    from dataclasses import replace
+
+    entry = register_task(ENV_ID, lambda: replace(velocity_task(ROBOT), obs_clip=5.0), options=("obs_clip",))
+    assert entry.cfg(obs_clip=None).obs_clip == 5.0 and entry.cfg(obs_clip=2.0).obs_clip == 2.0
+
+    def task(push: float = 0.5) -> object:
+        return velocity_task(ROBOT)
+
+    message = f"register_task({ENV_ID!r}): `options` ['psuh'] are not parameters of the task (it takes ['push'])"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        register_task(ENV_ID, task, options=("psuh",), replace=True)  # type: ignore[arg-type]

@@ -83,6 +83,11 @@ def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) ->
     env.qpos[:, 2] += 0.1
 
 
+def _brake_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) -> None:
+    """A reset event that sets controls: the physics reset after the events zeroes them on the reset rows."""
+    env.ctrl.mul_(0.0)
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -158,9 +163,13 @@ def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) ->
         ),
         (
             lambda c: c.with_term("events", "lift", EventTerm(_lift_in_place, "reset")),
-            "events['lift']: '_lift_in_place' wrote env.qpos or env.qvel, which the engine's reset overwrites on "
-            "the reset rows with env.initial_state after the reset events: write the new episode's state to "
-            "env.initial_state.qpos",
+            "events['lift']: '_lift_in_place' wrote env.qpos, which the engine's physics reset overwrites on the "
+            "reset rows after the reset events (state from env.initial_state, controls zeroed): write the new "
+            "episode's state to env.initial_state.qpos",
+        ),
+        (
+            lambda c: c.with_term("events", "brake", EventTerm(_brake_in_place, "reset")),
+            "events['brake']: '_brake_in_place' wrote env.ctrl, which the engine's physics reset overwrites",
         ),
     ],
     ids=[
@@ -179,6 +188,7 @@ def _lift_in_place(env: ManagerBasedEnv, rows: torch.Tensor, u: torch.Tensor) ->
         "command-without-step-draws",
         "spawn-in-the-ground",
         "reset-writes-qpos",
+        "reset-writes-ctrl",
     ],
 )
 def test_bad_terms_are_refused_when_the_env_is_built(change: Any, message: str) -> None:

@@ -447,3 +447,22 @@ def test_a_default_pose_outside_the_joint_range_is_refused(model: str, default: 
     cfg = replace(user_task(), model=model, default_joint_pos={**user_task().default_joint_pos, **default})
     with pytest.raises(ValueError, match=message):
         ManagerBasedEnv(cfg, 2, device="cpu", max_episode_steps=HORIZON)
+
+
+def test_resets_after_the_physics_reset_read_nothing_cached_on_the_terminal_state(
+    env: ManagerBasedEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Curricula run on the terminal state (phase ``reset``); the managers' resets after the physics reset run in
+    a phase of their own (``new_state``), so a value a curriculum cached is computed again for them."""
+    seen: list[tuple[str, int]] = []
+    calls = iter(range(100))
+
+    def probe(where: str) -> None:
+        seen.append((where, env.cached("probe", lambda: next(calls))))
+
+    curricula, recorders = env.curriculum_manager.reset, env.recorder_manager.reset
+    monkeypatch.setattr(env.curriculum_manager, "reset", lambda mask: (probe("curricula"), curricula(mask)))
+    monkeypatch.setattr(env.recorder_manager, "reset", lambda mask: (probe("recorders"), recorders(mask)))
+    env.reset(seed=3)
+    assert [where for where, _ in seen] == ["curricula", "recorders"]
+    assert seen[0][1] != seen[1][1], "the recorders' reset read the value cached on the terminal state"

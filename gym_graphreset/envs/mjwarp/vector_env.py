@@ -165,7 +165,10 @@ class MJWarpVectorEnv(VectorEnv):
     ``init_qvel`` plus ``qpos_noise`` / ``qvel_noise`` noise of scale ``reset_noise_scale`` (drawn inside the
     fused kernel; :meth:`_sample_initial_state`'s default is their torch reference). ``"task"``: the class's own
     :meth:`_sample_initial_state`, whose full-width proposals the reset writes on the reset rows. A class that
-    overrides :meth:`_sample_initial_state` must declare ``"task"`` (else it is refused at construction)."""
+    overrides :meth:`_sample_initial_state` must declare ``"task"`` (else it is refused at construction). The
+    draws run before the physics reset of the rows, on their terminal state: only the returned proposals survive
+    it (it clears controls, activations and applied forces); state to set after it belongs in
+    :meth:`_reset_task`."""
 
     def __init__(
         self,
