@@ -169,7 +169,7 @@ def test_a_reset_choice_that_would_be_silent_is_refused(cls: type, kwargs: dict[
 
 
 def _rough_terrain() -> dict[str, Any]:
-    from gym_graphreset.tasks.velocity.config.go1.rough_env_cfg import GO1_ROUGH_TERRAIN
+    from gym_graphreset.tasks.velocity.config.go1 import GO1_ROUGH_TERRAIN
 
     return {"terrain": replace(GO1_ROUGH_TERRAIN, num_rows=3, border_width=1.0)}  # a small heightfield
 
