@@ -199,10 +199,12 @@ def _registered(env_id: str, num_envs: int) -> Any:
 @pytest.mark.parametrize(
     ("factory", "steps"),
     [
-        pytest.param(_point_mass, 60, id="user-torch-env"),
-        pytest.param(_cartpole, 60, id="cartpole"),
-        pytest.param(_registered("gym_graphreset/InvertedPendulum-v5", 16), 40, id="mjwarp"),
-        pytest.param(_registered("gym_graphreset/ResetHeavyHalfCheetah-v0", 16), 30, id="reset-heavy"),
+        pytest.param(_point_mass, 60, id="user-torch-env"),  # the quick subset's case
+        pytest.param(_cartpole, 60, id="cartpole", marks=pytest.mark.slow),
+        pytest.param(_registered("gym_graphreset/InvertedPendulum-v5", 16), 40, id="mjwarp", marks=pytest.mark.slow),
+        pytest.param(
+            _registered("gym_graphreset/ResetHeavyHalfCheetah-v0", 16), 30, id="reset-heavy", marks=pytest.mark.slow
+        ),
     ],
 )
 @pytest.mark.parametrize("preset", ["masked", "masked_persistent"])
@@ -237,6 +239,7 @@ def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> No
             assert env.capture_report().state["compile"]["ok"]
 
 
+@pytest.mark.slow  # Inductor compiles C++ for each graph of the step
 def test_inductor_on_the_cpu_matches_to_float_tolerance() -> None:
     """Inductor's fused CPU kernels give the step as written to float tolerance, resets included."""
     actions = _actions(_point_mass({}).action_space, 50)

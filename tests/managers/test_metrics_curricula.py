@@ -95,6 +95,7 @@ def test_a_per_env_curriculum_updates_the_masked_rows_only() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_the_per_env_curriculum_is_masked_equal_to_selected_with_no_host_read() -> None:
     actions = _actions(25)  # within one validation poll window (the poll is the harness's one host read)
     levels = []
@@ -133,6 +134,7 @@ def test_a_curriculum_raises_a_reward_from_weight_zero() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_the_ramp_from_zero_is_masked_equal_to_selected() -> None:
     """Bit for bit over episodes that cross the ramp's step (the weight moves at resets on the device)."""
 

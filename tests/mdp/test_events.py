@@ -245,6 +245,7 @@ def _actions(steps: int) -> list[torch.Tensor]:
     return [2.0 * torch.randn(N, 2, generator=gen) for _ in range(steps)]
 
 
+@pytest.mark.slow
 def test_randomisation_is_masked_equal_to_selected_and_reads_no_host() -> None:
     assert_masked_matches_selected(_factory, _actions(25), seed=3)
     env = _factory({"config": "masked"})

@@ -538,6 +538,7 @@ def _biped_with_rays(forward_before_obs: bool, observe_scan: bool = True, observ
 
 
 @pytest.mark.parametrize("forward_before_obs", [False, True])
+@pytest.mark.slow
 def test_before_obs_is_masked_equal_to_selected_with_staggered_resets(forward_before_obs: bool) -> None:
     """Rays kept per observed row: bit for bit the selected path's through resets of some rows at a time, also
     with the forward pass before the observations."""

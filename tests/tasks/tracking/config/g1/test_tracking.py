@@ -114,6 +114,7 @@ def test_adaptive_sampling_follows_failures() -> None:
     assert metrics["sampling_entropy"][0] < 0.5
 
 
+@pytest.mark.slow
 def test_failures_are_counted_in_their_bins() -> None:
     """Episodes that fail (not time out) add to their bin's count; the per-step average moves toward them."""
     env = FixedShapeAutoresetVectorEnv(G1TrackingFlatEnv(8, device="cpu", cfg=BUSY), "masked")

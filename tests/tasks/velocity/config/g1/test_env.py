@@ -96,6 +96,7 @@ def test_step_and_reset_read_nothing_on_the_host() -> None:
     assert_no_host_reads(lambda: [env.step(a) for a in actions[1:]])
 
 
+@pytest.mark.slow
 def test_stands_with_zero_actions(env: FixedShapeAutoresetVectorEnv) -> None:
     """Holding the default pose for 1 s: no fall, pelvis near its spawn height, on its feet, no self-contact."""
     inner = env.env

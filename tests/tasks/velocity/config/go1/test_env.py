@@ -290,6 +290,7 @@ def test_step_graph_with_forward_before_obs_is_sync_free() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     """The PPO example's mjlab-go1 preset runs (asymmetric critic, adaptive lr) and writes the tracking curve."""
     import json

@@ -76,6 +76,7 @@ def test_registered_steps_with_the_scan_in_both_groups() -> None:
 
 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+@pytest.mark.slow
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Every manager (curriculum, spawn on the cell and scan included) masked = selected over 3 episodes."""
     assert_masked_matches_selected(_wrapped, _actions(10), config=MODES[mode]["config"])
