@@ -49,6 +49,7 @@ def test_command_debug_values_reach_every_step_s_info() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_command_debug_values_pass_the_wrapper_with_no_host_read() -> None:
     env = FixedShapeAutoresetVectorEnv(
         ManagerBasedEnv(user_task(), N, device="cpu", max_episode_steps=HORIZON), config="masked"

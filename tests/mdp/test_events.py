@@ -182,6 +182,7 @@ def test_set_const_gives_each_world_the_constants_of_its_com() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_set_const_keeps_the_state_and_changes_only_the_physics() -> None:
     """The recompute restores the state (the first observations and the kinematics equal those without it, bit
     for bit); stepped, the worlds move differently (the contacts' softness follows the inverse weights)."""

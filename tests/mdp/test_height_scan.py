@@ -462,7 +462,7 @@ def test_bad_ray_grids_are_refused_before_allocating(change: dict[str, object], 
         RayCastSensorCfg("base", **change)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("cast", ["before_obs", "each_phase"])
+@pytest.mark.parametrize("cast", [pytest.param("before_obs", marks=pytest.mark.slow), "each_phase"])
 def test_before_obs_gives_rewards_the_last_observation_s_scan_and_casts_once(
     cast: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
