@@ -114,7 +114,16 @@ def test_api_reference_covers_every_public_name(site: Path) -> None:
 
 
 # Pages whose code builds and steps MuJoCo Warp envs or trains: `make test` runs them, the quick subset not.
-SLOW_PAGES = {"quickstart.md", "own-robot.md", "sb3.md", "tasks.md", "torchrl.md", "tutorial.md", "terrain.md"}
+SLOW_PAGES = {
+    "own-robot.md",
+    "quickstart.md",
+    "rsl_rl.md",
+    "sb3.md",
+    "tasks.md",
+    "terrain.md",
+    "torchrl.md",
+    "tutorial.md",
+}
 
 
 @pytest.mark.parametrize(

@@ -207,7 +207,7 @@ def _registered(env_id: str, num_envs: int) -> Any:
         ),
     ],
 )
-@pytest.mark.parametrize("preset", ["masked", "masked_persistent"])
+@pytest.mark.parametrize("preset", ["masked", pytest.param("masked_persistent", marks=pytest.mark.slow)])
 def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, preset: str) -> None:
     """With a tracing backend the compiled step is the same computation: every output bitwise equal, no
     break, no recompile.
@@ -225,6 +225,7 @@ def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, prese
     assert set(report["declared_breaks"]) <= declared_boundaries()
 
 
+@pytest.mark.slow
 def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> None:
     """Dynamo's cache is process-wide: a second env's first compile replaces the first env's entry, once."""
     flags = {"config": StepConfig.preset("masked", compile="eager")}

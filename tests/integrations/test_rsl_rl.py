@@ -127,6 +127,7 @@ def _rollout_reads(runner_class: type, preset: str, num_steps: int, tmp_path: Pa
 
 
 @pytest.mark.parametrize("preset", ["masked_persistent"])
+@pytest.mark.slow
 def test_sync_free_runner_makes_no_host_read_per_rollout_step(preset: str, tmp_path: Path) -> None:
     """Doubling the rollout adds no host read with SyncFreeOnPolicyRunner; stock OnPolicyRunner reads every step."""
     ours = [_rollout_reads(SyncFreeOnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
