@@ -357,6 +357,7 @@ def test_sync_free_runner_leaves_the_caller_s_config_unchanged() -> None:
     assert "check_for_nan" not in cfg and cfg.keys() == before.keys()
 
 
+@pytest.mark.slow
 def test_stock_runner_logs_no_nan_before_the_first_episode_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
