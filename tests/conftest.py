@@ -158,6 +158,17 @@ def preset(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+def presets_quick(*quick: str) -> list[Any]:
+    """The ``preset`` fixture's values with every CPU preset but ``quick`` marked slow, for a test that takes
+    seconds per preset: ``@pytest.mark.parametrize("preset", presets_quick("masked"))`` keeps one in the
+    quick subset and all in ``make test``."""
+    unknown = set(quick) - set(CPU_PRESETS)
+    if unknown:
+        raise ValueError(f"presets_quick takes CPU presets {CPU_PRESETS}, got {sorted(unknown)}")
+    cpu = [p if p in quick else pytest.param(p, marks=pytest.mark.slow) for p in CPU_PRESETS]
+    return [*cpu, pytest.param("step_graph", marks=[pytest.mark.cuda, needs_cuda])]
+
+
 def preset_device(preset: str) -> torch.device:
     """Where an env for ``preset`` runs: CUDA for the graph presets, else the CPU."""
     return torch.device("cuda" if preset in ("reset_graph", "step_graph") else "cpu")

@@ -376,6 +376,7 @@ def test_export_writes_and_checks_both_formats(
     assert "--formats must be a comma-separated subset of onnx, torchscript, got 'tflite'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_play_records_a_motion_clip_of_a_task_layer_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``play --motion`` writes world 0's first finished episode as a clip that loads for the G1; with no
     finished episode it says so and writes nothing."""

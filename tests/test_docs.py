@@ -113,7 +113,24 @@ def test_api_reference_covers_every_public_name(site: Path) -> None:
     assert defining <= set(pages), f"modules with __all__ and no API page: {sorted(defining - set(pages))}"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)], ids=lambda p: p.name)
+# Pages whose code builds and steps MuJoCo Warp envs or trains: `make test` runs them, the quick subset not.
+SLOW_PAGES = {
+    "own-robot.md",
+    "quickstart.md",
+    "rsl_rl.md",
+    "sb3.md",
+    "tasks.md",
+    "terrain.md",
+    "torchrl.md",
+    "tutorial.md",
+}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_PAGES else p for p in PAGES if _blocks(p)],
+    ids=lambda p: p.name,
+)
 def test_python_blocks_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(sys, "path", [*sys.path])
@@ -310,3 +327,8 @@ def test_compile_is_spelled_as_the_config_page_does() -> None:
     """`compile=` (StepConfig's field), not the retired `compile_step` keyword, outside the config page."""
     hits = [p.name for p in [ROOT / "README.md", *PAGES] if p.name != "config.md" and "compile_step" in p.read_text()]
     assert not hits, hits
+
+
+def test_slow_pages_are_pages_with_code() -> None:
+    """Each page named slow exists and has code to run (a renamed page would otherwise run in the quick subset)."""
+    assert {p.name for p in PAGES if _blocks(p)} >= SLOW_PAGES

@@ -289,6 +289,7 @@ def own_robot() -> Any:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.slow
 def test_own_robot_task_is_masked_equal_to_selected_with_no_host_read(own_robot: Any, capsys: Any) -> None:
     """The guide's check on the user's quadruped, own reward term included (it raises on any mismatch)."""
     own_robot.check(num_envs=4, steps=30)
@@ -296,6 +297,7 @@ def test_own_robot_task_is_masked_equal_to_selected_with_no_host_read(own_robot:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.slow
 def test_own_robot_trains_plays_and_exports_by_its_module_id(own_robot: Any, tmp_path: Path, capsys: Any) -> None:
     """``module:id`` reaches the PPO example and the CLI; the policy changes; play and export run on it."""
     import torch
@@ -319,6 +321,7 @@ def test_own_robot_trains_plays_and_exports_by_its_module_id(own_robot: Any, tmp
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.slow
 def test_reach_arm_checks_trains_and_plays_with_one_observation_group(tmp_path: Path, capsys: Any) -> None:
     """The non-legged example: its own command, one observation group (a Box), through check, PPO and play."""
     pytest.importorskip("mujoco_warp", reason="the arm example runs on MuJoCo Warp (the `mjwarp` extra)")

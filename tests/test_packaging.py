@@ -55,6 +55,7 @@ follow_imports = skip
 """
 
 
+@pytest.mark.slow
 def test_mypy_finds_the_installed_package_from_outside_the_repo(tmp_path: Path) -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is in the `dev` extra")

@@ -31,7 +31,7 @@ def _spied_pendulum(log: list[Any]) -> Any:
     return env
 
 
-@pytest.mark.parametrize("states", ["step", "free"])
+@pytest.mark.parametrize("states", [pytest.param("step", marks=pytest.mark.slow), "free"])
 def test_bare_physics_is_timed_on_the_states_asked_for(states: str) -> None:
     """``step``: every physics call follows a real step and keeps its ctrl; ``free``: random ctrl, no steps."""
     log: list[Any] = []

@@ -199,13 +199,15 @@ def _registered(env_id: str, num_envs: int) -> Any:
 @pytest.mark.parametrize(
     ("factory", "steps"),
     [
-        pytest.param(_point_mass, 60, id="user-torch-env"),
-        pytest.param(_cartpole, 60, id="cartpole"),
-        pytest.param(_registered("gym_graphreset/InvertedPendulum-v5", 16), 40, id="mjwarp"),
-        pytest.param(_registered("gym_graphreset/ResetHeavyHalfCheetah-v0", 16), 30, id="reset-heavy"),
+        pytest.param(_point_mass, 60, id="user-torch-env"),  # the quick subset's case
+        pytest.param(_cartpole, 60, id="cartpole", marks=pytest.mark.slow),
+        pytest.param(_registered("gym_graphreset/InvertedPendulum-v5", 16), 40, id="mjwarp", marks=pytest.mark.slow),
+        pytest.param(
+            _registered("gym_graphreset/ResetHeavyHalfCheetah-v0", 16), 30, id="reset-heavy", marks=pytest.mark.slow
+        ),
     ],
 )
-@pytest.mark.parametrize("preset", ["masked", "masked_persistent"])
+@pytest.mark.parametrize("preset", ["masked", pytest.param("masked_persistent", marks=pytest.mark.slow)])
 def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, preset: str) -> None:
     """With a tracing backend the compiled step is the same computation: every output bitwise equal, no
     break, no recompile.
@@ -223,6 +225,7 @@ def test_traced_step_matches_the_step_as_written(factory: Any, steps: int, prese
     assert set(report["declared_breaks"]) <= declared_boundaries()
 
 
+@pytest.mark.slow
 def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> None:
     """Dynamo's cache is process-wide: a second env's first compile replaces the first env's entry, once."""
     flags = {"config": StepConfig.preset("masked", compile="eager")}
@@ -237,6 +240,7 @@ def test_a_second_env_compiles_its_own_step_without_a_reported_recompile() -> No
             assert env.capture_report().state["compile"]["ok"]
 
 
+@pytest.mark.slow  # Inductor compiles C++ for each graph of the step
 def test_inductor_on_the_cpu_matches_to_float_tolerance() -> None:
     """Inductor's fused CPU kernels give the step as written to float tolerance, resets included."""
     actions = _actions(_point_mass({}).action_space, 50)

@@ -80,7 +80,7 @@ def assert_same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- parity with Gymnasium
 
 
-@pytest.mark.parametrize("seed", [0, 7])
+@pytest.mark.parametrize("seed", [0, pytest.param(7, marks=pytest.mark.slow)])
 def test_matches_gymnasium_same_step_cartpole(seed: int) -> None:
     """Wrapping SyncVectorEnv(CartPole-v1, DISABLED) gives exactly Gymnasium's SAME_STEP output."""
     n, steps = 4, 600  # past the 500-step truncation
@@ -157,10 +157,14 @@ def test_matches_gymnasium_record_episode_statistics() -> None:
 
 @pytest.mark.parametrize("mode", [m for m in MODES | GRAPH_MODES if m != "selected"])
 def test_cartpole_paths_identical(mode: str, device: torch.device) -> None:
-    """CartPole through every mode returns exactly what the selected-row path returns (CPU and CUDA)."""
+    """CartPole through every mode returns exactly what the selected-row path returns (CPU and CUDA).
+
+    120 steps: random actions end an episode every ~10-40 steps, so each row resets several times, at
+    steps that differ from row to row (CartPole's 500-step truncation is checked against Gymnasium above).
+    """
     if mode in GRAPH_MODES and device.type != "cuda":
         pytest.skip("graph modes need CUDA (their refusal on the CPU is tested in test_graph_preset_needs_a_cuda_env)")
-    n, steps = 16, 400
+    n, steps = 16, 120
     gen = torch.Generator().manual_seed(1)
     actions = [torch.randint(0, 2, (n,), generator=gen).to(device) for _ in range(steps)]
 

@@ -58,6 +58,7 @@ def _run(flags: dict[str, Any], actions: list[torch.Tensor], p_done: float, seed
     return [out, failures]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     actions=nan_bursts(),

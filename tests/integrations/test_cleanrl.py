@@ -13,7 +13,7 @@ from torch import nn
 from torch.distributions.normal import Normal
 
 from gym_graphreset.integrations.cleanrl import make_envs
-from tests.conftest import preset_device
+from tests.conftest import preset_device, presets_quick
 
 
 class Agent(nn.Module):
@@ -33,6 +33,7 @@ class Agent(nn.Module):
         return action, probs.log_prob(action).sum(1), probs.entropy().sum(1), self.critic(x)
 
 
+@pytest.mark.parametrize("preset", presets_quick("masked"))
 def test_cleanrl_rollout_runs_and_logs_raw_returns(preset: str) -> None:
     num_envs, num_steps, gamma, gae_lambda, seed = 16, 64, 0.99, 0.95, 1
     device = preset_device(preset)

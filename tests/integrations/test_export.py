@@ -100,6 +100,7 @@ def test_torchscript_export_matches_the_policy(ppo_run: tuple[Any, Path]) -> Non
     assert check.runtime == "torch.jit" and check.max_abs_diff is not None and check.max_abs_diff < 1e-5
 
 
+@pytest.mark.slow
 def test_onnx_export_matches_the_policy(ppo_run: tuple[Any, Path]) -> None:
     pytest.importorskip("onnx", reason="onnx is the optional `export` extra")
     pytest.importorskip("onnxscript", reason="torch's ONNX exporter needs onnxscript")

@@ -127,6 +127,7 @@ def _rollout_reads(runner_class: type, preset: str, num_steps: int, tmp_path: Pa
 
 
 @pytest.mark.parametrize("preset", ["masked_persistent"])
+@pytest.mark.slow
 def test_sync_free_runner_makes_no_host_read_per_rollout_step(preset: str, tmp_path: Path) -> None:
     """Doubling the rollout adds no host read with SyncFreeOnPolicyRunner; stock OnPolicyRunner reads every step."""
     ours = [_rollout_reads(SyncFreeOnPolicyRunner, preset, n, tmp_path) for n in (4, 8)]
@@ -356,6 +357,7 @@ def test_sync_free_runner_leaves_the_caller_s_config_unchanged() -> None:
     assert "check_for_nan" not in cfg and cfg.keys() == before.keys()
 
 
+@pytest.mark.slow
 def test_stock_runner_logs_no_nan_before_the_first_episode_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -92,9 +92,10 @@ def state(alg: Any) -> dict[str, torch.Tensor]:
     return out
 
 
-@pytest.mark.parametrize("schedule", ["fixed", "adaptive"])
-@pytest.mark.parametrize("clipped_value", [True, False])
-@pytest.mark.parametrize("per_mini_batch", [False, True])
+# One combination in the quick subset (each takes seconds); `make test` runs all eight.
+@pytest.mark.parametrize("schedule", ["fixed", pytest.param("adaptive", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("clipped_value", [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("per_mini_batch", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_update_is_stock_bitwise_on_the_cpu(schedule: str, clipped_value: bool, per_mini_batch: bool) -> None:
     """Two iterations of FastPPO and of stock (FinalObsPPO: rsl_rl's ``update``) on the same rollouts: the same
     parameters, normalisers, Adam moments, logged losses, learning rate and RNG state afterwards, bitwise (the same
@@ -165,6 +166,7 @@ def test_refuses_a_bad_cuda_graph_setting() -> None:
         make_alg(FastPPO, cuda_graph="no")
 
 
+@pytest.mark.slow
 def test_checkpoint_holds_a_float_learning_rate_that_stock_loads() -> None:
     """``save`` writes the learning rate as a float (stock's format); stock PPO and FastPPO load it, and a loaded
     FastPPO goes on exactly as one that was not saved."""
@@ -188,7 +190,7 @@ def test_checkpoint_holds_a_float_learning_rate_that_stock_loads() -> None:
     assert all(torch.equal(a, b) for a, b in zip(state(restored).values(), state(twin).values(), strict=True))
 
 
-@pytest.mark.parametrize("runner_class", [OnPolicyRunner, SyncFreeOnPolicyRunner])
+@pytest.mark.parametrize("runner_class", [pytest.param(OnPolicyRunner, marks=pytest.mark.slow), SyncFreeOnPolicyRunner])
 def test_trains_through_a_runner_selected_by_class_name(runner_class: type) -> None:
     """``cfg["algorithm"]["class_name"]`` selects FastPPO in either runner; it learns and logs float losses."""
     env = RslRlVecEnv(scripted("masked_persistent"), seed=0, max_episode_length=64)

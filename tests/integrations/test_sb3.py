@@ -112,6 +112,7 @@ def test_ppo_learns_call_runs_unmodified(cartpole: SB3VecEnv) -> None:
     assert model.num_timesteps >= 256
 
 
+@pytest.mark.slow
 def test_sac_with_vecnormalize() -> None:
     env = SB3VecEnv(
         FixedShapeAutoresetVectorEnv(scripted_env(4, 200, p_done=0.05), reset_terms={"ep": EpisodeStatistics()})

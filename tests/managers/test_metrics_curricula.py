@@ -49,6 +49,7 @@ def test_command_debug_values_reach_every_step_s_info() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_command_debug_values_pass_the_wrapper_with_no_host_read() -> None:
     env = FixedShapeAutoresetVectorEnv(
         ManagerBasedEnv(user_task(), N, device="cpu", max_episode_steps=HORIZON), config="masked"
@@ -95,6 +96,7 @@ def test_a_per_env_curriculum_updates_the_masked_rows_only() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_the_per_env_curriculum_is_masked_equal_to_selected_with_no_host_read() -> None:
     actions = _actions(25)  # within one validation poll window (the poll is the harness's one host read)
     levels = []
@@ -133,6 +135,7 @@ def test_a_curriculum_raises_a_reward_from_weight_zero() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_the_ramp_from_zero_is_masked_equal_to_selected() -> None:
     """Bit for bit over episodes that cross the ramp's step (the weight moves at resets on the device)."""
 

@@ -152,6 +152,7 @@ def _factory(inner: list[ManagerBasedEnv]) -> Any:
     return make
 
 
+@pytest.mark.slow
 def test_recording_is_masked_equal_to_selected() -> None:
     """Autoresets split episodes the same way on both paths: the rings are equal bit for bit."""
     actions = [2.0 * a for a in _actions(30, 6)]

@@ -355,6 +355,7 @@ def test_every_term_class_forgets_the_rows_of_a_reset(kind: str) -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_term_classes_reset_masked_equal_to_selected_with_no_host_read() -> None:
     """Term classes of every kind, reset through the mask: the masked path returns what the selected one does
     (their counts reach the observation and the metrics), and its steps read nothing on the host."""

@@ -182,6 +182,7 @@ def test_set_const_gives_each_world_the_constants_of_its_com() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_set_const_keeps_the_state_and_changes_only_the_physics() -> None:
     """The recompute restores the state (the first observations and the kinematics equal those without it, bit
     for bit); stepped, the worlds move differently (the contacts' softness follows the inverse weights)."""
@@ -245,6 +246,7 @@ def _actions(steps: int) -> list[torch.Tensor]:
     return [2.0 * torch.randn(N, 2, generator=gen) for _ in range(steps)]
 
 
+@pytest.mark.slow
 def test_randomisation_is_masked_equal_to_selected_and_reads_no_host() -> None:
     assert_masked_matches_selected(_factory, _actions(25), seed=3)
     env = _factory({"config": "masked"})

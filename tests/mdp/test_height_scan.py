@@ -462,7 +462,7 @@ def test_bad_ray_grids_are_refused_before_allocating(change: dict[str, object], 
         RayCastSensorCfg("base", **change)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("cast", ["before_obs", "each_phase"])
+@pytest.mark.parametrize("cast", [pytest.param("before_obs", marks=pytest.mark.slow), "each_phase"])
 def test_before_obs_gives_rewards_the_last_observation_s_scan_and_casts_once(
     cast: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -538,6 +538,7 @@ def _biped_with_rays(forward_before_obs: bool, observe_scan: bool = True, observ
 
 
 @pytest.mark.parametrize("forward_before_obs", [False, True])
+@pytest.mark.slow
 def test_before_obs_is_masked_equal_to_selected_with_staggered_resets(forward_before_obs: bool) -> None:
     """Rays kept per observed row: bit for bit the selected path's through resets of some rows at a time, also
     with the forward pass before the observations."""

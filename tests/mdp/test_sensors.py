@@ -28,6 +28,7 @@ def _task(decimation: int, history_length: int, air_time: Literal["substep", "st
     return replace(cfg, decimation=decimation, events=events).with_term("sensors", "feet_contact", feet)
 
 
+@pytest.mark.slow
 def test_history_holds_each_substep_s_force() -> None:
     """A step of 4 substeps keeps the force after each; the same task at decimation 1, stepped 4 times with the
     same action, reads those forces one by one (bit for bit on the CPU), and the sensor's ``force`` is the last."""
@@ -54,6 +55,7 @@ def test_history_holds_each_substep_s_force() -> None:
 TIMES = ("air_time", "contact_time", "last_air_time", "last_contact_time")
 
 
+@pytest.mark.slow
 def test_air_time_by_substep_is_what_a_task_stepped_one_substep_at_a_time_counts() -> None:
     """mjlab's air-time bookkeeping: the times after a 4-substep step equal those of the same task at decimation 1
     stepped 4 times (bit for bit on the CPU), and a first contact is a contact that began within the step."""

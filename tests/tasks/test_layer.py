@@ -150,6 +150,7 @@ def test_the_user_task_is_built_as_declared(env: ManagerBasedEnv) -> None:
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(ordered)), block
 
 
+@pytest.mark.slow
 def test_every_manager_is_masked_equal_to_selected() -> None:
     """Bit for bit over several episodes: resets, pushes, resamples, curriculum, delays and histories."""
     assert_masked_matches_selected(_factory, _actions(40), seed=5)
@@ -381,6 +382,7 @@ def test_forward_before_obs_must_be_a_bool() -> None:
         replace(velocity_task(ROBOT), forward_before_obs="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_forward_before_obs_is_masked_equal_to_selected_with_no_host_read() -> None:
     """The forward pass joins the masked step: bit for bit the selected path's, and no host read."""
 

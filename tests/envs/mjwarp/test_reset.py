@@ -54,6 +54,7 @@ def test_kernel_draws_and_clears_what_the_reference_does(cls, atol: float, seed:
     assert fused.episode.tolist() == [1 if m else 0 for m in MASK.tolist()]
 
 
+@pytest.mark.slow
 def test_kernel_reset_trajectories_match_reference_through_the_wrapper() -> None:
     """Fields the kernel leaves alone (contacts, constraint rows, M) are recomputed by the next step:
     Hopper with contacts and early terminations gives bitwise the same trajectories either way."""

@@ -162,6 +162,7 @@ def _wrapped(kwargs: dict[str, Any]) -> FixedShapeAutoresetVectorEnv:
     return FixedShapeAutoresetVectorEnv(TinyHopper(8), reset_terms={"ep": EpisodeStatistics()}, **kwargs)
 
 
+@pytest.mark.slow
 def test_own_robot_masked_matches_selected_with_no_host_read() -> None:
     """The new user's pattern: own MJCF, own reward/obs terms, per-step draws, wrapped; masked == selected."""
     actions = _actions(8, 60)

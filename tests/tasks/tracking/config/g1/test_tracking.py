@@ -114,6 +114,7 @@ def test_adaptive_sampling_follows_failures() -> None:
     assert metrics["sampling_entropy"][0] < 0.5
 
 
+@pytest.mark.slow
 def test_failures_are_counted_in_their_bins() -> None:
     """Episodes that fail (not time out) add to their bin's count; the per-step average moves toward them."""
     env = FixedShapeAutoresetVectorEnv(G1TrackingFlatEnv(8, device="cpu", cfg=BUSY), "masked")
@@ -184,6 +185,7 @@ def test_an_untracked_body_of_a_term_is_refused_when_the_env_is_built() -> None:
         G1TrackingFlatEnv(1, device="cpu", cfg=cfg)
 
 
+@pytest.mark.slow
 def test_ppo_example_trains_on_tracking(tmp_path: Path) -> None:
     """The PPO example runs a few updates on the tracking task and logs its first reward term."""
     from tests.conftest import load_example

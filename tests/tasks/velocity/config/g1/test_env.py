@@ -81,7 +81,7 @@ def test_registered_with_mjlab_horizon_and_groups() -> None:
     inner.close()
 
 
-@pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+@pytest.mark.parametrize("mode", ["masked", pytest.param("masked_persistent", marks=pytest.mark.slow)])
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Short episodes, pushes, resamples: both reset paths return identical bits at every step."""
     assert_masked_matches_selected(_wrapped, _actions(10), config=MODES[mode]["config"])
@@ -96,6 +96,7 @@ def test_step_and_reset_read_nothing_on_the_host() -> None:
     assert_no_host_reads(lambda: [env.step(a) for a in actions[1:]])
 
 
+@pytest.mark.slow
 def test_stands_with_zero_actions(env: FixedShapeAutoresetVectorEnv) -> None:
     """Holding the default pose for 1 s: no fall, pelvis near its spawn height, on its feet, no self-contact."""
     inner = env.env
@@ -245,6 +246,7 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         build_g1_xml(keep_sensors="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_ppo_example_trains_g1(tmp_path: Path) -> None:
     """The PPO example's mjlab-g1 preset runs a few updates on the humanoid and logs finite tracking."""
     from tests.conftest import load_example
@@ -272,6 +274,7 @@ def test_step_graph_is_sync_free() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_declared_forward_equals_the_full_forward() -> None:
     """The forward before the observations reduced to the passes the task declares: observations, rewards, flags
     and info bit for bit the full forward's over resets and pushes (no sensor stage but the contacts')."""

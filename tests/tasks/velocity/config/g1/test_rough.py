@@ -64,6 +64,7 @@ def test_registered_with_the_scan_and_the_fall_termination() -> None:
 
 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+@pytest.mark.slow
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Short episodes on the terrain, pushes, resamples: both reset paths return identical bits."""
     assert_masked_matches_selected(_wrapped, _actions(8), config=MODES[mode]["config"])

@@ -88,7 +88,7 @@ def test_policy_is_noisy_and_critic_is_clean(env: FixedShapeAutoresetVectorEnv) 
     assert torch.equal(critic[:, 48:52], inner.site_xpos[:, inner.site_ids(("FR", "FL", "RR", "RL")), 2])
 
 
-@pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+@pytest.mark.parametrize("mode", ["masked", pytest.param("masked_persistent", marks=pytest.mark.slow)])
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Short episodes, pushes, resamples: both reset paths return identical bits at every step."""
     assert_masked_matches_selected(_wrapped, _actions(14), config=MODES[mode]["config"])
@@ -289,6 +289,7 @@ def test_step_graph_with_forward_before_obs_is_sync_free() -> None:
     env.close()
 
 
+@pytest.mark.slow
 def test_ppo_example_trains_go1_and_logs_tracking(tmp_path: Path) -> None:
     """The PPO example's mjlab-go1 preset runs (asymmetric critic, adaptive lr) and writes the tracking curve."""
     import json
@@ -362,6 +363,7 @@ KEPT_SENSORS = """  <sensor>
 """Five own sensors of every stage at the IMU, as mjlab's go1.xml has (its file is not shipped here)."""
 
 
+@pytest.mark.slow
 def test_declared_forward_equals_mjlabs_full_forward_with_kept_sensors(tmp_path: Path) -> None:
     """mjlab's work (kept sensors, the forward before the observations): the passes the task declares give the
     observations, rewards, flags and info of the full forward bit for bit, over resets, without the position and

@@ -50,6 +50,7 @@ def _actions(steps: int, n: int = N, device: str = "cpu", scale: float = 1.0) ->
     return [(torch.randn(n, 12, generator=gen) * scale).to(device) for _ in range(steps)]
 
 
+@pytest.mark.slow
 def test_registered_steps_with_the_scan_in_both_groups() -> None:
     """``gym.make_vec`` builds it; the scan (187 rays) follows the command in policy and critic; obs finite."""
     assert gym.spec("gym_graphreset/Go1-Velocity-Rough-v0").max_episode_steps == 1000
@@ -76,6 +77,7 @@ def test_registered_steps_with_the_scan_in_both_groups() -> None:
 
 
 @pytest.mark.parametrize("mode", ["masked", "masked_persistent"])
+@pytest.mark.slow
 def test_masked_matches_selected_bitwise(mode: str) -> None:
     """Every manager (curriculum, spawn on the cell and scan included) masked = selected over 3 episodes."""
     assert_masked_matches_selected(_wrapped, _actions(10), config=MODES[mode]["config"])
