@@ -329,10 +329,10 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
 
     @property
     def observed_rows(self) -> torch.Tensor | None:
-        """The rows the observation in progress observes
-        (:attr:`~gym_graphreset.managers.model_access.ModelAccess.phase` ``.rows``).
+        """The rows the observation in progress observes: ``phase.rows``.
 
-        The reset mask after a reset; ``None`` (every row) after a step, and outside the ``observe`` phase.
+        (:attr:`~gym_graphreset.managers.model_access.ModelAccess.phase`): the reset mask after a reset;
+        ``None`` (every row) after a step, and outside the ``observe`` phase.
         """
         return self.phase.rows
 
