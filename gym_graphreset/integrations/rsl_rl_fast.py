@@ -23,8 +23,10 @@ of the losses, and with the adaptive schedule one to three comparisons of the KL
   tensor before each update.
 
 What it cannot run fast it runs as stock, and says so once (``warnings.warn``) and in :attr:`FastPPO.update_path`:
-RND, symmetry, multi-GPU, mixed precision, a recurrent actor, an optimiser other than Adam/AdamW. A CUDA graph
-capture that fails falls back to the eager device path, with a warning naming the error.
+RND, symmetry, multi-GPU, mixed precision, a recurrent actor, an optimiser other than Adam/AdamW. An actor
+whose head is not rsl_rl's Gaussian runs the device path eagerly (its sample cannot be captured), also with a
+warning. A CUDA graph capture that fails raises, naming the error and ``cuda_graph=False`` (a failed capture
+leaves CUDA's random generator unusable for the rest of the process).
 
 On the CPU the update is the stock one operation for operation (same float operations in the same order): the
 parameters, losses and learning rate after an update are bitwise stock's (tested).
@@ -106,10 +108,14 @@ class FastPPO(FinalObsPPO):
         super().__init__(actor, critic, storage, **kwargs)
         on_cuda = torch.device(self.device).type == "cuda"
         self.fallback_reason: str | None = self._unsupported()
-        fast: UpdatePath = "graph" if on_cuda and cuda_graph else "eager"
-        self.update_path: UpdatePath = "stock" if self.fallback_reason else fast
+        self.update_path: UpdatePath = "graph" if on_cuda and cuda_graph else "eager"
         if self.fallback_reason:
+            self.update_path = "stock"
             warnings.warn(f"FastPPO runs rsl_rl's stock update: {self.fallback_reason}", stacklevel=2)
+        elif self.update_path == "graph" and not self._gaussian():
+            self.update_path = "eager"
+            self.fallback_reason = "the actor's distribution is not a Gaussian one: its sample cannot be captured"
+            warnings.warn(f"FastPPO runs the update eagerly on the device: {self.fallback_reason}", stacklevel=2)
         self._lr = torch.tensor(float(self.learning_rate), dtype=torch.float64, device=self.device)
         self._loss_sums = torch.zeros(3, dtype=torch.float64, device=self.device)
         self._graph: torch.cuda.CUDAGraph | None = None
@@ -120,6 +126,12 @@ class FastPPO(FinalObsPPO):
         self._warm = 0
         if self.update_path != "stock":
             self._use_device_lr()
+
+    def _gaussian(self) -> bool:
+        """Whether the actor's head is rsl_rl's Gaussian (or heteroscedastic Gaussian): its sample is capturable."""
+        from rsl_rl.modules.distribution import GaussianDistribution
+
+        return isinstance(getattr(self.actor, "distribution", None), GaussianDistribution)
 
     def _unsupported(self) -> str | None:
         """Why the fast update cannot run this configuration, or ``None``."""
@@ -231,7 +243,14 @@ class FastPPO(FinalObsPPO):
             with torch.no_grad():
                 advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
-        self.actor(observations, masks=None, hidden_state=None, stochastic_output=True)  # stock's sample included
+        if self._gaussian():
+            # stock's forward with its sample: torch.normal(loc, scale) is loc + scale * N(0, 1) drawn as
+            # normal_(0, 1) of the sample's shape, after a host check that scale >= 0, which a CUDA graph cannot
+            # hold; randn_like draws the same words (the generator advances alike) without it
+            self.actor.distribution.update(self.actor.mlp(self.actor.get_latent(observations, None, None)))
+            torch.randn_like(self.actor.distribution.mean)
+        else:
+            self.actor(observations, masks=None, hidden_state=None, stochastic_output=True)  # stock's sample
         log_prob = self.actor.get_output_log_prob(actions)
         values = self.critic(observations, masks=None, hidden_state=None)
         params = tuple(self.actor.output_distribution_params)
@@ -330,12 +349,11 @@ class FastPPO(FinalObsPPO):
         if self._graph is None:
             try:
                 self._capture(rollout, index)
-            except RuntimeError as exc:
-                warnings.warn(f"FastPPO: CUDA graph capture failed ({exc}); the update runs eagerly", stacklevel=3)
-                self.update_path = "eager"
-                self.fallback_reason = f"CUDA graph capture failed: {exc}"
-                self._step(rollout, index)
-                return
+            except RuntimeError as exc:  # a failed capture leaves CUDA's generator in capture mode: not resumable
+                raise RuntimeError(
+                    f"FastPPO: the CUDA graph capture of the minibatch step failed ({exc}); run the update eagerly "
+                    "on the device instead: cfg['algorithm']['cuda_graph'] = False"
+                ) from exc
         if self._graph is not None:
             self._graph.replay()
 

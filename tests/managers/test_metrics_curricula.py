@@ -169,6 +169,7 @@ def test_the_ramp_from_zero_captured_matches_eager_and_is_sync_free() -> None:
         runs.append((torch.stack(rewards), torch.stack(columns)))
         alive = env.unwrapped.reward_names.index("alive")
         if preset == "step_graph":
+            env.validation_poll_interval = 10_000  # the canary's steps cross no poll (every 32 steps: a host read)
             assert_sync_free(lambda env=env: env.step(actions[0]))
         env.close()
     (eager_r, eager_c), (graph_r, graph_c) = runs
