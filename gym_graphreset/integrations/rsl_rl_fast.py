@@ -312,7 +312,8 @@ class FastPPO(FinalObsPPO):
         for module, name, pinned in self._pinned:  # rsl_rl reassigns some buffers (the normaliser's _std)
             current = getattr(module, name)
             if current is not pinned:
-                pinned.copy_(current)
+                with torch.inference_mode(pinned.is_inference()):  # rsl_rl makes it under inference_mode
+                    pinned.copy_(current)
                 setattr(module, name, pinned)
         if self._graph is not None:
             inputs = self._inputs()

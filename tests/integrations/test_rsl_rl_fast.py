@@ -241,6 +241,8 @@ def test_cuda_update_matches_stock_without_syncs_per_minibatch(cuda_graph: bool)
                 torch.cuda.set_sync_debug_mode("default")
         return sum("synchronizing" in str(w.message) for w in seen)
 
-    # per update: the read of the losses and learning rate, and what rsl_rl's normaliser update does once
-    assert syncs(fast, 2) == syncs(fast, 4) <= 3
+    # per update: the read of the losses and learning rate, and what rsl_rl's normaliser update does once (a first
+    # update may add one-time syncs: it is not counted)
+    syncs(fast, 2)
+    assert syncs(fast, 4) <= syncs(fast, 2) <= 3
     assert syncs(stock, 4) >= syncs(stock, 2) + 2 * 4 * 4  # stock: at least 4 per minibatch (4 per epoch here)
