@@ -108,11 +108,12 @@ class FastPPO(FinalObsPPO):
         super().__init__(actor, critic, storage, **kwargs)
         on_cuda = torch.device(self.device).type == "cuda"
         self.fallback_reason: str | None = self._unsupported()
+        self._gaussian_head = self._gaussian()  # the actor's head is fixed: asked once, not per minibatch
         self.update_path: UpdatePath = "graph" if on_cuda and cuda_graph else "eager"
         if self.fallback_reason:
             self.update_path = "stock"
             warnings.warn(f"FastPPO runs rsl_rl's stock update: {self.fallback_reason}", stacklevel=2)
-        elif self.update_path == "graph" and not self._gaussian():
+        elif self.update_path == "graph" and not self._gaussian_head:
             self.update_path = "eager"
             self.fallback_reason = "the actor's distribution is not a Gaussian one: its sample cannot be captured"
             warnings.warn(f"FastPPO runs the update eagerly on the device: {self.fallback_reason}", stacklevel=2)
@@ -243,7 +244,7 @@ class FastPPO(FinalObsPPO):
             with torch.no_grad():
                 advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
 
-        if self._gaussian():
+        if self._gaussian_head:
             # stock's forward with its sample: torch.normal(loc, scale) is loc + scale * N(0, 1) drawn as
             # normal_(0, 1) of the sample's shape, after a host check that scale >= 0, which a CUDA graph cannot
             # hold; randn_like draws the same words (the generator advances alike) without it

@@ -365,10 +365,13 @@ class EventManager:
             if not check:
                 call(rows, u[:, words])
                 continue
-            watched = {"env.qpos": env.qpos, "env.qvel": env.qvel, "env.ctrl": env.ctrl}
-            before = {k: t._version for k, t in watched.items()}
+            before = (env.qpos._version, env.qvel._version, env.ctrl._version)  # three ints: cheap every step
             call(rows, u[:, words])
-            if written := [k for k, t in watched.items() if t._version != before[k]]:
+            after = (env.qpos._version, env.qvel._version, env.ctrl._version)
+            if after != before:
+                written = [
+                    k for k, b, a in zip(("env.qpos", "env.qvel", "env.ctrl"), before, after, strict=True) if a != b
+                ]
                 func = env.cfg.events[name].func
                 raise ValueError(
                     f"events[{name!r}]: {getattr(func, '__name__', func)!r} wrote {' and '.join(written)}, which "

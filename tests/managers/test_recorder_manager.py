@@ -104,14 +104,20 @@ def test_a_rollout_with_mid_resets_exports_its_finished_episodes(tmp_path: Path)
     env.close()
 
 
-def test_the_ring_keeps_only_whole_episodes() -> None:
-    """A row whose episode outgrew the ring exports nothing of it; a short one that fits is kept."""
+def _outgrown_ring() -> ManagerBasedEnv:
+    """Two rows in a 4-frame ring: row 0 reset after 6 frames (outgrew it), then one step of its next episode."""
     env = ManagerBasedEnv(recorded_task(frames=4), 2, device="cpu", max_episode_steps=HORIZON)
     env.reset(seed=1)
     for a in _actions(5, 2):
         env.step(a)
     env.reset(options={"reset_mask": torch.tensor([True, False])})  # row 0: 6 frames in a 4-frame ring
     env.step(_actions(1, 2)[0])
+    return env
+
+
+def test_the_ring_keeps_only_whole_episodes() -> None:
+    """A row whose episode outgrew the ring exports nothing of it; a short one that fits is kept."""
+    env = _outgrown_ring()
     env.reset(options={"reset_mask": torch.tensor([True, True])})  # row 0: a 2-frame episode; row 1: too long
     episodes = env.recorder_manager.episodes()
     # ordinals count the row's resets: the constructor's (0, never stepped), reset(seed=1) (1), the mask's (2)
@@ -201,12 +207,7 @@ def test_export_motion_writes_joints_and_bodies_in_model_order(tmp_path: Path) -
 
 def test_export_says_how_many_finished_episodes_it_could_not_write(tmp_path: Path) -> None:
     """Episodes that outgrew the ring are named by count in a warning (they were dropped silently)."""
-    env = ManagerBasedEnv(recorded_task(frames=4), 2, device="cpu", max_episode_steps=HORIZON)
-    env.reset(seed=1)
-    for a in _actions(5, 2):
-        env.step(a)
-    env.reset(options={"reset_mask": torch.tensor([True, False])})  # row 0: 6 frames in a 4-frame ring
-    env.step(_actions(1, 2)[0])
+    env = _outgrown_ring()
     env.reset(options={"reset_mask": torch.tensor([True, True])})  # row 0: 2 frames (kept); row 1: 8 (dropped)
     with pytest.warns(UserWarning, match=r"2 finished episode\(s\) are not whole in the ring of 4 frames"):
         assert env.recorder_manager.export(tmp_path / "rollout.npz") == 1
