@@ -9,9 +9,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gym_graphreset.bench.results import ModeResult
+
+if TYPE_CHECKING:
+    from gym_graphreset.bench.peers.compare import PeerHeadline
 
 __all__ = [
     "TRAINING_FIELDS",
@@ -21,6 +24,7 @@ __all__ = [
     "load_training_curve",
     "plot_curves",
     "plot_peer_comparison",
+    "plot_peer_headlines",
     "plot_results",
     "plot_soak",
     "plot_training_curves",
@@ -230,6 +234,46 @@ def plot_peer_comparison(results: Sequence[ModeResult], path: Path, title: str) 
     ratio.legend(fontsize=8)
     for ax in (rate, ratio):
         ax.grid(True, which="both", alpha=0.3)
+    return save_figure(plt, fig, path, dpi=100)
+
+
+def plot_peer_headlines(tasks: Mapping[str, PeerHeadline], path: Path, title: str, peer: str = "mjlab") -> bool:
+    """Each task's env-steps/s, ours against the peer: medians as bars, the rounds' range as whiskers.
+
+    One row per task (``tasks``: label -> :func:`~gym_graphreset.bench.peers.compare.peer_headline`), the ratio's
+    median and range written beside it. Returns whether the PNG was written.
+    """
+    plt = import_pyplot(path)
+    if plt is None:
+        return False
+    labels = list(tasks)
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.9 * len(labels)))
+    height = 0.38
+    top = max(h.ours[2] for h in tasks.values()) / 1e3
+    for i, label in enumerate(labels):
+        h = tasks[label]
+        for offset, (median, low, high), color, name in (
+            (height / 2, h.peer, "0.25", peer),
+            (-height / 2, h.ours, "tab:blue", "gym_graphreset"),
+        ):
+            ax.barh(
+                i + offset,
+                median / 1e3,
+                height,
+                xerr=[[(median - low) / 1e3], [(high - median) / 1e3]],
+                color=color,
+                capsize=3,
+                label=name if i == 0 else None,
+            )
+        ratio, low, high = h.ratio
+        ax.text(h.ours[2] / 1e3 + top * 0.02, i - height / 2, f"{ratio:.2f}x ({low:.2f}-{high:.2f})", va="center")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.45)
+    ax.set_xlabel("env-steps/s, thousands (median of alternated rounds, whiskers: range; higher is better)")
+    ax.set_title(title)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="lower right")
     return save_figure(plt, fig, path, dpi=100)
 
 

@@ -541,6 +541,59 @@ def test_rounds_pair_each_round_with_the_peer_of_the_same_round() -> None:
     assert "3.00 (2.20-3.00)" in table
 
 
+def _drifting_rounds(rounds: int = 3) -> list[ModeResult]:
+    ours, peer = [300e3, 330e3, 360e3, 345e3], [100e3, 150e3, 120e3, 115e3]
+    results = []
+    for i in range(rounds):
+        results.append(_timed("bare physics", "Go1", 4096, 400e3, i))
+        results.append(_timed("step graph", "Go1", 4096, ours[i], i))
+        results.append(_timed("mjlab", "Mjlab-Go1", 4096, peer[i], i, engine="mjlab", physics_ms=10.0 + i))
+    return results
+
+
+def test_peer_headline_sums_up_each_side_and_the_ratio_over_the_rounds() -> None:
+    """The headline of a task is each side's median and range, the per-round ratio's, and each step over its own
+    physics per round (ours: 4096 / 400k s = 10.24 ms of physics)."""
+    head = compare.peer_headline(compare.rounds_rows(_drifting_rounds()), "Go1", "step graph", 4096)
+    assert (head.rounds, head.ours, head.peer) == (3, (330e3, 300e3, 360e3), (120e3, 100e3, 150e3))
+    assert head.ratio == pytest.approx((3.0, 2.2, 3.0))
+    assert head.ours_over_physics == pytest.approx((400 / 330, 400 / 360, 400 / 300))
+    peer_ms = [4096 / p * 1e3 for p in (100e3, 150e3, 120e3)]
+    assert head.peer_over_physics == pytest.approx(
+        compare.RoundsRow.spread([ms / f for ms, f in zip(peer_ms, (10.0, 11.0, 12.0), strict=True)])
+    )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "mode", "rounds", "match"),
+    [
+        (
+            "Go1",
+            "step graph+compile",
+            3,
+            "no rounds of ours for Go1 / step graph\\+compile x4096.*Go1 / step graph x4096",
+        ),
+        ("G1", "step graph", 3, "no rounds of ours for G1"),
+        ("Go1", "step graph", 2, "2 paired rounds; a ratio needs at least 3 alternations"),
+    ],
+)
+def test_peer_headline_refuses_what_is_not_a_ratio(env_id: str, mode: str, rounds: int, match: str) -> None:
+    """A mode or task not measured, or fewer than three alternations, gives no headline: named, not guessed."""
+    with pytest.raises(ValueError, match=match):
+        compare.peer_headline(compare.rounds_rows(_drifting_rounds(rounds)), env_id, mode, 4096)
+
+
+def test_plot_peer_headlines_writes_one_row_per_task(tmp_path: Path) -> None:
+    """The first page's figure: a PNG with one row per task."""
+    pytest.importorskip("matplotlib")
+    from gym_graphreset.bench.plotting import plot_peer_headlines
+
+    head = compare.peer_headline(compare.rounds_rows(_drifting_rounds()), "Go1", "step graph", 4096)
+    path = tmp_path / "sub" / "peers.png"
+    assert plot_peer_headlines({"Go1 flat": head, "Go1 again": head}, path, "ours against mjlab")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_rounds_refuse_results_without_a_round() -> None:
     """A result that carries no round cannot be paired: refused, naming it."""
     with pytest.raises(ValueError, match="without a round.*step graph x64"):

@@ -29,6 +29,7 @@ from gym_graphreset.bench.runner import MODES, PhysicsStates
 __all__ = [
     "PEERS",
     "PeerConfig",
+    "PeerHeadline",
     "PeerSkipped",
     "Variant",
     "best_ours",
@@ -36,6 +37,7 @@ __all__ = [
     "load_results",
     "parse_peer_output",
     "parse_variant",
+    "peer_headline",
     "RoundsRow",
     "rounds_rows",
     "rounds_table",
@@ -405,3 +407,65 @@ def rounds_table(rows: Sequence[RoundsRow]) -> str:
             f"| {_spread(row.physics_ms, '.2f')} | {ratio} |"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PeerHeadline:
+    """One task's figures against a peer over alternated rounds: each side's median and range, and the ratio's.
+
+    ``ours`` is the row of one of our modes on one env id (a model variant), ``peer`` the peer's row at the same
+    size; ``ratio`` is ours / the peer's env-steps/s per round, ``ours_over_physics`` our step over our own bare
+    physics per round. Each is ``(median, min, max)``.
+    """
+
+    env_id: str
+    num_envs: int
+    mode: str
+    rounds: int
+    ours: tuple[float, float, float]
+    peer: tuple[float, float, float]
+    ratio: tuple[float, float, float]
+    ours_over_physics: tuple[float, float, float] | None
+    peer_over_physics: tuple[float, float, float]
+
+
+def _median_range(values: Sequence[float]) -> tuple[float, float, float]:
+    spread = RoundsRow.spread(values)
+    if spread is None:
+        raise ValueError("no values")
+    return spread
+
+
+def peer_headline(rows: Sequence[RoundsRow], env_id: str, mode: str, num_envs: int) -> PeerHeadline:
+    """The headline of ``rows`` (:func:`rounds_rows`) for our ``mode`` on ``env_id`` at ``num_envs``.
+
+    Raises:
+        ValueError: no such row of ours, no peer row at that size, or fewer than three rounds of either side
+            (one pair of runs is not a ratio).
+    """
+    ours = [r for r in rows if r.side == "ours" and r.env_id == env_id and r.mode == mode and r.num_envs == num_envs]
+    peers = [r for r in rows if r.side != "ours" and r.num_envs == num_envs]
+    if not ours:
+        have = sorted({f"{r.env_id} / {r.mode} x{r.num_envs}" for r in rows if r.side == "ours"})
+        raise ValueError(f"no rounds of ours for {env_id} / {mode} x{num_envs}; the results have {have}")
+    if len(peers) != 1:
+        raise ValueError(f"expected one peer's rounds at x{num_envs}, found {len(peers)}")
+    row, peer = ours[0], peers[0]
+    if min(len(row.ratios), len(peer.env_steps_per_s)) < 3:
+        raise ValueError(
+            f"{env_id} / {mode} x{num_envs}: {len(row.ratios)} paired rounds; a ratio needs at least 3 alternations"
+        )
+    aligned = len(row.physics_ms) == len(row.ms_per_step)  # our bare physics measured in every round
+    own = [ms / f for ms, f in zip(row.ms_per_step, row.physics_ms, strict=True)] if aligned else []
+    peer_own = [ms / f for ms, f in zip(peer.ms_per_step, peer.physics_ms, strict=True)]
+    return PeerHeadline(
+        env_id=env_id,
+        num_envs=num_envs,
+        mode=mode,
+        rounds=len(row.ratios),
+        ours=_median_range(row.env_steps_per_s),
+        peer=_median_range(peer.env_steps_per_s),
+        ratio=_median_range(row.ratios),
+        ours_over_physics=_median_range(own) if own else None,
+        peer_over_physics=_median_range(peer_own),
+    )
