@@ -9,7 +9,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gym_graphreset"
 # The layers, bottom first: a folder (or top-level module) imports only folders of the layers below its own,
-# never one beside it or above it. A new folder must say where it sits.
+# never one beside it or above it. A new folder must say where it sits. docs/tools/draw_layers.py reads this list
+# and the import scan below to draw docs/img/layers.png (`make figures` redraws it).
 LAYERS: list[set[str]] = [
     {"capture"},  # CUDA-graph capture, torch.compile, host-read counting: no other part of the package
     {"core"},  # the wrapper
