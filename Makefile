@@ -45,9 +45,11 @@ docs: install
 	$(VENV)/bin/sphinx-build -n -W --keep-going -b html docs docs/_build/html
 	@echo "open docs/_build/html/index.html"
 
-# The figures in docs/img, redrawn from the measurements in benchmarks/results/ (no GPU needed).
+# The figures in docs/img, redrawn from the measurements in benchmarks/results/, and the picture of the
+# package's layers (docs/img/layers.png) from its imports (no GPU needed).
 figures: install
 	$(PY) docs/tools/figures.py
+	$(PY) docs/tools/draw_layers.py
 
 # Full-page screenshots of the built site in a 1,400-px window, to check it as a visitor sees it (needs
 # Chromium: apt-get install chromium; not part of `make test`). PNGs in docs/_build/shots.

@@ -9,7 +9,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gym_graphreset"
 # The layers, bottom first: a folder (or top-level module) imports only folders of the layers below its own,
-# never one beside it or above it. A new folder must say where it sits.
+# never one beside it or above it. A new folder must say where it sits. docs/tools/draw_layers.py reads this list
+# and the import scan below to draw docs/img/layers.png (`make figures` redraws it).
 LAYERS: list[set[str]] = [
     {"capture"},  # CUDA-graph capture, torch.compile, host-read counting: no other part of the package
     {"core"},  # the wrapper
@@ -38,6 +39,17 @@ def _module(path: Path) -> str:
 
 def _imports(path: Path) -> set[str]:
     """Modules of the package imported at run time (imports under ``if TYPE_CHECKING:`` are annotations only)."""
+    return set(_import_statements(path))
+
+
+def _import_statements(path: Path) -> list[str]:
+    """The package's modules each run-time import statement of ``path`` names, once per statement and module.
+
+    ``from gym_graphreset.core.rng import EpisodeKeys`` names ``core.rng``; ``from gym_graphreset import mdp``
+    names ``mdp`` (a folder or top-level module), and a name of the package's own (``from gym_graphreset import
+    __version__``, ``import gym_graphreset``) its ``__init__``. Imports under ``if TYPE_CHECKING:`` are
+    annotations only. docs/tools/draw_layers.py counts these to draw the imports between folders.
+    """
     tree = ast.parse(path.read_text())
     typing_only = {
         id(n)
@@ -45,17 +57,26 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
         for n in ast.walk(node)
     }
-    found: set[str] = set()
+    found: list[str] = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gym_graphreset."):
-            found.add(node.module.removeprefix("gym_graphreset."))
+        if isinstance(node, ast.ImportFrom) and node.module == "gym_graphreset":
+            found += sorted({a.name if _is_part(a.name) else "__init__" for a in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gym_graphreset."):
+            found.append(node.module.removeprefix("gym_graphreset."))
         elif isinstance(node, ast.Import):
-            found |= {
-                a.name.removeprefix("gym_graphreset.") for a in node.names if a.name.startswith("gym_graphreset.")
-            }
+            found += [
+                a.name.removeprefix("gym_graphreset.") if a.name != "gym_graphreset" else "__init__"
+                for a in node.names
+                if a.name == "gym_graphreset" or a.name.startswith("gym_graphreset.")
+            ]
     return found
+
+
+def _is_part(name: str) -> bool:
+    """Whether ``name`` is one of the package's folders or top-level modules (not a name its ``__init__`` holds)."""
+    return (PACKAGE / name / "__init__.py").is_file() or (PACKAGE / f"{name}.py").is_file()
 
 
 GRAPH = {_module(p): _imports(p) for p in PACKAGE.rglob("*.py")}

@@ -11,12 +11,12 @@ checks each file against the torch policy (:mod:`gym_graphreset.cli.policy`).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from gym_graphreset import __version__
 from gym_graphreset.cli import bench, policy, profile
 from gym_graphreset.cli.bench import DEFAULT_ENV, VariantRejected, same_task
 
@@ -28,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="gym-graphreset",
         description="Train, play and export policies on GPU-batched tasks; time the step modes.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    version = importlib.metadata.version("gym_graphreset")  # the installed package's (the root module is above cli)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
     sub = parser.add_subparsers(dest="command", required=True)
     train_help = "train rsl_rl's PPO on a registered task (gym-graphreset train <task> --help: its flags)"
     sub.add_parser("train", help=train_help, description=train_help)  # parsed by cli.train.main, from the task
