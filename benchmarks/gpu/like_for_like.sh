@@ -41,7 +41,8 @@
 #   4. no carry, one call per run (each ~BUDGET_S + 2-4 min cold, + ~1 min warm; ~6-8 min at BUDGET_S=240):
 #        . /opt/ggkit/env.sh && TASK=go1 RUN=mjlab SEED=42 BUDGET_S=240 bash benchmarks/gpu/like_for_like.sh
 #        . /opt/ggkit/env.sh && TASK=go1 RUN=stock SEED=42 BUDGET_S=240 bash benchmarks/gpu/like_for_like.sh
-#        ... the same with TASK=g1-tracking and TASK=go1-rough; RUN=mjlab SEED=43, RUN=stock SEED=43,
+#        ... the same with TASK=g1-tracking, and TASK=go1-rough with BUDGET_S=200 on every run (its cold build
+#        also compiles the ray kernels and generates the terrain); RUN=mjlab SEED=43, RUN=stock SEED=43,
 #        RUN=finalobs SEED=42, RUN=syncfree SEED=42, RUN=ppo-example SEED=42 (go1, g1) where time allows
 #      (set OUT to an output folder.) Steps 1-3 and about four runs take some 30 min of GPU time; run the rest
 #      later, staged again (steps 1-3). Compare only runs on the same kind of card (each JSON's versions.gpu;
