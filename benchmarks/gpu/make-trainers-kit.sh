@@ -3,7 +3,7 @@
 # they import. Writes .gpu/trainers/ (git-ignored, ~10 MB): carry it and run `bash .gpu/trainers/stage.sh`,
 # which unpacks the wheels into /opt/trainers/site; then put that folder on PYTHONPATH.
 # rsl-rl-lib is pinned to mjlab 1.6's own pin (its wheel's METADATA: Requires-Dist rsl-rl-lib==5.4.2; the mjlab
-# kit carries the same), so the like-for-like Go1 runs (go1_like_for_like.sh) use one rsl_rl on both sides;
+# kit carries the same), so the like-for-like runs (like_for_like.sh) use one rsl_rl on both sides;
 # each training JSON records it (versions["rsl-rl-lib"], rsl_rl_lib). RSL_RL_VERSION overrides the pin.
 set -euo pipefail
 rsl_rl_version=${RSL_RL_VERSION:-5.4.2}

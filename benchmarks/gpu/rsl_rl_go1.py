@@ -2,17 +2,19 @@
 
 ``--env-id`` also takes the G1 velocity task, the rough Go1 and G1 tasks (each row then holds the terrain
 level, mean and highest over the envs: the curriculum's progress) and G1 motion tracking
-(``G1-Tracking-Flat-v0``, with mjlab's tracking entropy coefficient, 0.005).
+(``G1-Tracking-Flat-v0``, with mjlab's tracking PPO config: entropy coefficient 0.005; ``--motion-file`` picks
+the clip, default the package's).
 
     python benchmarks/gpu/rsl_rl_go1.py --budget-s 120 --out "$OUT" --model-xml /path/to/mjlab/go1.xml \
         --reference benchmarks/results/h200-mjlab-train-Go1-4096.json
     python benchmarks/gpu/rsl_rl_go1.py --device cpu --num-envs 8 --budget-s 20 --out /tmp/go1
     python benchmarks/gpu/rsl_rl_go1.py --algorithm finalobs --runner syncfree ...   # what the library adds
 
-The learning side is mjlab's (``Mjlab-Velocity-Flat-Unitree-Go1``'s ``tasks/velocity/config/go1/rl_cfg.py``
-in mjlab 1.6, copied in :func:`mjlab_go1_cfg`): 512-256-128 ELU actor and critic, normalised observations,
+The learning side is mjlab's (the task's rl config in mjlab 1.6, e.g. ``tasks/velocity/config/go1/rl_cfg.py``,
+copied in :func:`mjlab_go1_cfg`): 512-256-128 ELU actor and critic, normalised observations,
 initial std 1, 24 steps per env, 5 epochs of 4 minibatches, lr 1e-3 with the adaptive KL schedule (target
-0.01), entropy 0.01, gamma 0.99, lambda 0.95, clip 0.2, max grad norm 1, random initial episode lengths.
+0.01), entropy 0.01 (G1 tracking: 0.005), gamma 0.99, lambda 0.95, clip 0.2, max grad norm 1, random initial
+episode lengths.
 By default the learner is stock rsl_rl, as mjlab runs it: ``PPO`` (``--algorithm ppo``) and
 ``OnPolicyRunner`` (``--runner stock``, with its per-step NaN check). ``--algorithm finalobs`` picks
 :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO` (time-outs bootstrapped from the true final
@@ -30,12 +32,17 @@ the mean over the reset rows of the weighted, dt-scaled episode sum over the con
 seconds; then the mean over the iteration's steps with resets; ``None`` when none reset), the same pooled
 over the iteration's finished episodes (``track_lin_vel_episodes``, ``track_ang_vel_episodes``: the figure
 this script reported before), ``episode_length`` and ``mean_reward`` (the mean length and raw return of
-those episodes), and ``episode_reward``: every term's ``Episode_Reward/<term>`` (the tracking task's
-``motion_*`` terms have no ``track_*`` counterpart). The record names the model (``model_xml``, its
-SHA-256), the learner, the ``seed`` (also the config's, as mjlab's train script sets it) and rsl-rl-lib's
-version (``rsl_rl_lib``; use mjlab's pin, 5.4.2, for a like-for-like run:
-``benchmarks/gpu/go1_like_for_like.sh``). It is first written before the training loop. With ``--reference``
-(mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
+those episodes), ``episode_reward``: every term's ``Episode_Reward/<term>`` (the tracking task's
+``motion_*`` terms have no ``track_*`` counterpart), ``metrics``: mjlab's ``Metrics/<command>/<key>`` and
+``Curriculum/<term>/mean|max`` where the task has them, as mjlab's env and rsl_rl's logger compute them
+(:class:`~gym_graphreset.integrations.common.ResetMetricLog`), some also as fields of their own
+(:data:`MJLAB_FIELDS`: ``error_body_pos``... on motion tracking, ``terrain_levels`` on rough terrain), and
+``terrain_level``: the mean and highest level over the envs after the iteration. The record names the
+model (``model_xml``, its SHA-256), the clip (``motion_file``, its SHA-256; tracking), the learner, the
+``seed`` (also the config's, as mjlab's train script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use
+mjlab's pin, 5.4.2, for a like-for-like run: ``benchmarks/gpu/like_for_like.sh``). It is first written before
+the training loop. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written
+next to it.
 
 Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
 config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
@@ -55,7 +62,7 @@ import importlib.util
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -67,8 +74,10 @@ from tqdm.auto import tqdm
 
 import gym_graphreset  # noqa: F401  (registers the tasks)
 from gym_graphreset import EpisodeStatistics, FixedShapeAutoresetVectorEnv
+from gym_graphreset.assets.robots.g1.clip import G1_CLIP
 from gym_graphreset.bench.plotting import plot_training_curves
 from gym_graphreset.bench.results import env_versions
+from gym_graphreset.core.config import PresetName
 from gym_graphreset.integrations.rsl_rl import RslRlVecEnv, SyncFreeOnPolicyRunner
 from gym_graphreset.integrations.rsl_rl_cfg import ALGORITHMS, MJLAB_TASKS, mjlab_ppo_cfg
 from gym_graphreset.mdp.terrain_levels import terrain_state
@@ -78,26 +87,35 @@ from gym_graphreset.terrains.terrain_state import TerrainState
 ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"
 ENV_IDS = MJLAB_TASKS
-"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg` (mjlab's Go1 and G1 velocity rl configs, flat and rough,
-hold the same numbers; its G1 tracking config differs in the entropy coefficient alone, 0.005: :data:`ENTROPY`)."""
-ENTROPY = {TRACKING_ENV_ID: 0.005}
-"""Env id -> mjlab's entropy coefficient where it is not the velocity configs' 0.01."""
+"""The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg`."""
+MJLAB_FIELDS = {
+    "track_lin_vel": "Episode_Reward/track_linear_velocity",
+    "track_ang_vel": "Episode_Reward/track_angular_velocity",
+    "terrain_levels": "Curriculum/terrain_levels/mean",
+    "terrain_levels_max": "Curriculum/terrain_levels/max",
+    "error_body_pos": "Metrics/motion/error_body_pos",
+    "error_body_rot": "Metrics/motion/error_body_rot",
+    "error_anchor_pos": "Metrics/motion/error_anchor_pos",
+    "error_anchor_rot": "Metrics/motion/error_anchor_rot",
+    "error_joint_pos": "Metrics/motion/error_joint_pos",
+    "error_joint_vel": "Metrics/motion/error_joint_vel",
+}
+"""Row field -> the mjlab tag it holds (``None`` where the task has none); ``mjlab_train.py``'s ``TAGS`` share them."""
 
 
 RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
 """``--runner`` -> the runner class."""
 
 
-def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, entropy_coef: float = 0.01) -> dict[str, Any]:
-    """mjlab 1.6's Go1 velocity PPO config as an rsl_rl train config (the package's :func:`mjlab_ppo_cfg`).
+def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, env_id: str = ENV_ID) -> dict[str, Any]:
+    """mjlab 1.6's PPO config of ``env_id`` as an rsl_rl train config (the package's :func:`mjlab_ppo_cfg`).
 
     ``algorithm`` (a key of :data:`ALGORITHMS`): ``"ppo"``, rsl_rl's ``PPO`` (``V(s_t)`` time-out bootstrap) as
     mjlab, ``"finalobs"``, :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`, or ``"fast"``,
     :class:`~gym_graphreset.integrations.rsl_rl_fast.FastPPO`. ``check_for_nan``:
-    rsl_rl's per-step NaN check (stock runner: on). ``entropy_coef``: 0.01 (velocity), 0.005 (mjlab's G1 tracking).
+    rsl_rl's per-step NaN check (stock runner: on). ``env_id``: the task (G1 tracking: entropy 0.005).
     """
-    cfg = mjlab_ppo_cfg(ENV_ID, algorithm)  # type: ignore[arg-type]
-    cfg.algorithm.entropy_coef = entropy_coef
+    cfg = mjlab_ppo_cfg(env_id, algorithm)  # type: ignore[arg-type]
     cfg.check_for_nan = check_for_nan
     out = cfg.to_dict()
     del out["max_iterations"]  # this script's budget is --budget-s / --max-iterations
@@ -112,7 +130,8 @@ def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> Non
     """
     env.reset(seed=seed)
     for _ in range(steps):
-        env.step(torch.rand(env.num_envs, *env.single_action_space.shape, device=env.device) * 2.0 - 1.0)
+        shape = tuple(env.single_action_space.shape or ())
+        env.step(torch.rand(env.num_envs, *shape, device=env.device) * 2.0 - 1.0)
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
 
@@ -141,6 +160,12 @@ def _parser() -> argparse.ArgumentParser:
         help="rsl_rl's OnPolicyRunner (default, as mjlab) or SyncFreeOnPolicyRunner (no host read per rollout step)",
     )
     p.add_argument(
+        "--motion-file",
+        type=Path,
+        default=None,
+        help=f"the clip of {TRACKING_ENV_ID} (mjlab's npz at 50 Hz; default: the package's g1_sway.npz)",
+    )
+    p.add_argument(
         "--model-xml",
         type=Path,
         default=None,
@@ -164,13 +189,39 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+def _motion(path: Path | None) -> dict[str, Any]:
+    """The clip tracked (default: the package's) and its SHA-256."""
+    clip = path or G1_CLIP
+    return {"motion_file": str(clip), "motion_sha256": _sha256(clip)}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def mjlab_fields(log: Mapping[str, float | None]) -> dict[str, Any]:
+    """A row's mjlab entries from one iteration's log (``{tag: value}``, NaN or ``None`` where nothing reset).
+
+    Returns the :data:`MJLAB_FIELDS` fields, ``episode_reward`` (the ``Episode_Reward/<term>`` entries) and
+    ``metrics`` (the ``Metrics/...`` and ``Curriculum/...`` entries), each ``None`` where the log has no value.
+    """
+
+    def value(x: float | None) -> float | None:
+        return None if x is None or x != x else x  # NaN: no row reset in the iteration
+
+    fields: dict[str, Any] = {field: value(log.get(tag)) for field, tag in MJLAB_FIELDS.items()}
+    fields["episode_reward"] = {t: value(x) for t, x in log.items() if t.startswith("Episode_Reward/")}
+    fields["metrics"] = {t: value(x) for t, x in log.items() if t.startswith(("Metrics/", "Curriculum/"))}
+    return fields
+
+
 def _model(path: Path | None, env_id: str) -> dict[str, Any]:
     """Which robot model: the MJCF path and its SHA-256, or the library's own."""
     if path is None:
         robot = "G1" if "G1-" in env_id else "Go1"
         assets = f"gym_graphreset/envs/{robot.lower()}/assets"
         return {"model_xml": None, "model": f"the library's primitive-geom {robot} ({assets})"}
-    return {"model_xml": str(path), "model_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {"model_xml": str(path), "model_sha256": _sha256(path)}
 
 
 class Stop(Exception):
@@ -208,6 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--reference must be an existing training-curve JSON, got {args.reference}")
     if args.model_xml is not None and not args.model_xml.is_file():
         parser.error(f"--model-xml must be an MJCF file, got {args.model_xml}")
+    if args.motion_file is not None and args.env_id != TRACKING_ENV_ID:
+        parser.error(f"--motion-file is for {TRACKING_ENV_ID} (a clip to track), got --env-id {args.env_id}")
+    if args.motion_file is not None and not args.motion_file.is_file():
+        parser.error(f"--motion-file must be a clip (mjlab's npz), got {args.motion_file}")
     if args.resume is not None and not args.resume.is_file():
         parser.error(f"--resume must be an rsl_rl checkpoint file, got {args.resume}")
     if args.save_every < 1:
@@ -215,13 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_dir is not None and importlib.util.find_spec("tensorboard") is None:
         print(f"tensorboard is not installed (pip install tensorboard): no rsl_rl log in {args.log_dir}")
         args.log_dir = None
-    preset = args.preset or ("step_graph" if args.device.startswith("cuda") else "masked_persistent")
+    preset: PresetName = args.preset or ("step_graph" if args.device.startswith("cuda") else "masked_persistent")
 
     torch.manual_seed(args.seed)
     runner_class = RUNNERS[args.runner]
-    cfg = mjlab_go1_cfg(
-        args.algorithm, check_for_nan=args.runner == "stock", entropy_coef=ENTROPY.get(args.env_id, 0.01)
-    )
+    cfg = mjlab_go1_cfg(args.algorithm, check_for_nan=args.runner == "stock", env_id=args.env_id)
     cfg["save_interval"] = args.save_every
     cfg["seed"] = args.seed  # as mjlab's train script sets agent.seed (rsl_rl itself does not read it)
     recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
@@ -229,12 +282,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     env_kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     if args.model_xml is not None:
         env_kwargs["model_xml"] = str(args.model_xml)
+    if args.motion_file is not None:
+        env_kwargs["motion_file"] = str(args.motion_file)
     inner = gym.make_vec(
         args.env_id, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
     )
     wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
     warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
-    # the training's first reset; mjlab's Episode_Reward/<term> in extras["log"] once per iteration
+    # the training's first reset; mjlab's Episode_Reward/<term> (and Metrics/..., Curriculum/...) in extras["log"]
+    # once per iteration
     env = RslRlVecEnv(wrapped, seed=args.seed, episode_reward_every=cfg["num_steps_per_env"])
     terms = env.reward_terms
     assert terms is not None  # the Go1 task reports its reward terms
@@ -249,9 +305,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps_per_iteration = recorded_cfg["num_steps_per_env"] * args.num_envs
     record: dict[str, Any] = {
         "trainer": f"rsl_rl {runner_class.__name__} + {recorded_cfg['algorithm']['class_name']} through "
-        "gym_graphreset.integrations.rsl_rl (mjlab's Go1 PPO)",
+        "gym_graphreset.integrations.rsl_rl (mjlab's PPO config of the task)",
         "task": args.env_id,
         **_model(args.model_xml, args.env_id),
+        **(_motion(args.motion_file) if args.env_id == TRACKING_ENV_ID else {}),
         "algorithm": args.algorithm,
         "runner": args.runner,
         "rsl_rl_lib": _versions().get("rsl-rl-lib"),
@@ -272,6 +329,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "track_ang_vel_episodes": "the same sums pooled over the iteration's finished episodes",
             "episode_length": "mean length (steps) of the iteration's finished episodes",
             "mean_reward": "mean raw return of the iteration's finished episodes",
+            "episode_reward": "every Episode_Reward/<term>, mjlab's definition",
+            "metrics": "mjlab's Metrics/<command>/<key> (the mean over the iteration's steps with resets of the reset "
+            "rows' mean of the value the step before) and Curriculum/<term>/mean|max (the mean over those steps "
+            "of the mean and highest level over the envs)",
+            **{field: tag for field, tag in MJLAB_FIELDS.items() if field not in ("track_lin_vel", "track_ang_vel")},
             "terrain_level": "rough tasks: the mean and the highest terrain level over the envs after the iteration",
         },
         "rows": [],
@@ -294,27 +356,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(*a, **kw)
         it = kw["it"]
         summary = stats.summary()
-        mjlab = {k: v.item() for k, v in env.episode_reward.items()}  # set at the iteration's last step
+        logged = env.mjlab_log  # set at the iteration's last step; one host read for all of it
+        mjlab = dict(zip(logged, torch.stack(list(logged.values())).tolist(), strict=True)) if logged else {}
         pooled = terms.summary(over="episodes")
         wall = time.perf_counter() - start
         ended = summary["episodes"] > 0
-
-        def value(x: float | None) -> float | None:
-            return None if x is None or x != x else x  # NaN: no row reset in the iteration
 
         row = {
             "iteration": it,
             "wall_s": wall,
             "env_steps": (it + 1) * steps_per_iteration,
-            "track_lin_vel": value(mjlab.get("Episode_Reward/track_linear_velocity")),
-            "track_ang_vel": value(mjlab.get("Episode_Reward/track_angular_velocity")),
+            **mjlab_fields(mjlab),  # track_* (velocity), error_* (tracking), terrain_levels (rough)...
             "track_lin_vel_episodes": pooled.get("track_linear_velocity"),
             "track_ang_vel_episodes": pooled.get("track_angular_velocity"),
-            "episode_reward": {tag: value(x) for tag, x in mjlab.items()},  # every term (tracking: motion_*)
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],
-            "terrain_level": _terrain_levels(inner),  # rough tasks: mjlab's Curriculum/terrain_levels (the mean)
+            "terrain_level": _terrain_levels(inner),  # rough tasks: the levels after the iteration
         }
         record["rows"].append(row)
         _write(path, record)
@@ -328,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             record["last_iteration"] = it
             raise Stop
 
-    runner.logger.log = log_and_record  # type: ignore[method-assign]
+    runner.logger.log = log_and_record
     start = time.perf_counter()
     with contextlib.suppress(Stop):
         runner.learn(args.max_iterations or 10**9, init_at_random_ep_len=True)
@@ -346,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"rsl_rl {args.env_id} x{args.num_envs} ({preset}, {args.runner} runner, {args.algorithm}): {it} iterations, "
         f"{last['env_steps']:,} env steps in "
         f"{record['train_s']:.1f} s ({record['env_steps_per_s']:,.0f}/s, stopped: {record['stopped']}); "
-        f"last track_lin_vel {last['track_lin_vel']}, episode_length {last['episode_length']}; wrote {path}"
+        f"last {', '.join(f'{k} {last[k]}' for k in MJLAB_FIELDS if last[k] is not None) or 'mjlab metrics: none'}, "
+        f"episode_length {last['episode_length']}; wrote {path}"
     )
     if args.reference is not None:
         png = path.with_suffix(".png")

@@ -317,13 +317,25 @@ def load_training_curve(path: Path) -> list[dict[str, Any]]:
 
 def final_level(rows: list[dict[str, Any]], key: str = "track_lin_vel", last: int = 5) -> float | None:
     """The mean of the last ``last`` non-null values of ``key``: where a run ended (``None`` if it has none)."""
-    values = [r[key] for r in rows if r[key] is not None][-last:]
+    values = [r[key] for r in rows if r.get(key) is not None][-last:]
     return sum(values) / len(values) if values else None
 
 
-def time_to_reach(rows: list[dict[str, Any]], level: float, key: str = "track_lin_vel") -> float | None:
-    """The first ``wall_s`` at which ``key`` is at least ``level`` (``None`` if never)."""
-    return next((r["wall_s"] for r in rows if r[key] is not None and r[key] >= level), None)
+def time_to_reach(
+    rows: list[dict[str, Any]], level: float, key: str = "track_lin_vel", higher_is_better: bool = True
+) -> float | None:
+    """The first ``wall_s`` at which ``key`` is at least ``level`` (at most, for an error: ``higher_is_better=False``).
+
+    ``None`` if never. A row without ``key`` or with a null value does not count.
+    """
+    return next(
+        (
+            r["wall_s"]
+            for r in rows
+            if r.get(key) is not None and (r[key] >= level if higher_is_better else r[key] <= level)
+        ),
+        None,
+    )
 
 
 def plot_training_curves(runs: dict[str, Path], path: Path, title: str, reference: str | None = None) -> bool:

@@ -35,16 +35,20 @@ def _mean_curve(curves: Sequence[list[tuple[float, float]]]) -> tuple[list[float
 
 
 def summarize_training_comparison(
-    runs: Mapping[str, Sequence[Path]], reference: str | None = "mjlab", key: str = "track_lin_vel"
+    runs: Mapping[str, Sequence[Path]],
+    reference: str | None = "mjlab",
+    key: str = "track_lin_vel",
+    higher_is_better: bool = True,
 ) -> list[dict[str, Any]]:
     """One row per label of ``runs`` (label -> its seeds' training-curve JSONs): where each run ended and when.
 
     Each row: ``label``, ``seeds``, ``final`` (mean over seeds of
-    :func:`~gym_graphreset.bench.plotting.final_level`), ``wall_s`` and ``env_steps`` (mean over seeds of the
-    last row's), and, when ``reference`` is a label of ``runs``, ``reached_s`` (each seed's
-    :func:`~gym_graphreset.bench.plotting.time_to_reach` of the reference's mean final level, ``None`` for a
-    seed that did not) and ``fraction`` (their mean over the reference's mean wall-clock; ``None`` unless every
-    seed reached it). Seeds with no rows are skipped.
+    :func:`~gym_graphreset.bench.plotting.final_level` of ``key``), ``wall_s`` and ``env_steps`` (mean over seeds
+    of the last row's), and, when ``reference`` is a label of ``runs``, ``reached_s`` (each seed's
+    :func:`~gym_graphreset.bench.plotting.time_to_reach` of the reference's mean final level: at least it, or at
+    most it for an error, ``higher_is_better=False``; ``None`` for a seed that did not) and ``fraction`` (their
+    mean over the reference's mean wall-clock; ``None`` unless every seed reached it). Seeds with no rows are
+    skipped.
     """
     curves = {label: [rows for p in paths if (rows := load_training_curve(p))] for label, paths in runs.items()}
 
@@ -68,7 +72,7 @@ def summarize_training_comparison(
             "fraction": None,
         }
         if level is not None and ref_wall:
-            reached = [time_to_reach(rows, level, key) for rows in seeds]
+            reached = [time_to_reach(rows, level, key, higher_is_better) for rows in seeds]
             row["reached_s"] = reached
             if reached and all(r is not None for r in reached):
                 row["fraction"] = sum(r for r in reached if r is not None) / len(reached) / ref_wall
@@ -82,17 +86,20 @@ def plot_training_comparison(
     title: str = "Go1 flat velocity tracking, like for like with mjlab",
     reference: str | None = "mjlab",
     key: str = "track_lin_vel",
+    higher_is_better: bool = True,
+    ylabel: str = "linear-velocity tracking reward\n(mjlab's Episode_Reward, per s)",
 ) -> bool:
-    """Tracking reward against wall-clock seconds (top) and against env steps (bottom), one colour per label.
+    """A metric against wall-clock seconds (top) and against env steps (bottom), one colour per label.
 
     ``runs`` maps a label (``"mjlab"``, ``"stock"``, ...) to its seeds' training-curve JSONs (the rows of
-    :func:`~gym_graphreset.bench.plotting.load_training_curve`; ``key`` is mjlab's metric, ``track_lin_vel``):
-    each seed is a thin line, their mean (interpolated on a common grid up to the shortest seed's end) a thick
-    one. With ``reference`` among the labels, its mean final level is a dashed line and each legend entry says
-    when that label's seeds reached it (:func:`summarize_training_comparison`). Returns whether the PNG was
-    written (``False``, with a one-line notice, when matplotlib is missing).
+    :func:`~gym_graphreset.bench.plotting.load_training_curve`; ``key`` is the row field drawn, by default
+    mjlab's ``track_lin_vel``, labelled ``ylabel``): each seed is a thin line, their mean (interpolated on a
+    common grid up to the shortest seed's end) a thick one. With ``reference`` among the labels, its mean final
+    level is a dashed line and each legend entry says when that label's seeds reached it (at least it, or at
+    most it with ``higher_is_better=False``: :func:`summarize_training_comparison`). Returns whether the PNG
+    was written (``False``, with a one-line notice, when matplotlib is missing).
     """
-    summary = {row["label"]: row for row in summarize_training_comparison(runs, reference, key)}
+    summary = {row["label"]: row for row in summarize_training_comparison(runs, reference, key, higher_is_better)}
     curves = {label: [load_training_curve(p) for p in paths] for label, paths in runs.items()}
     plt = import_pyplot(path)
     if plt is None:
@@ -108,7 +115,7 @@ def plot_training_comparison(
             done = sum(r is not None for r in row["reached_s"])
             name += f": {done}/{len(row['reached_s'])} seeds reached {reference}'s final level"
         for ax, x in ((by_time, "wall_s"), (by_steps, "env_steps")):
-            points = [[(r[x], r[key]) for r in rows if r[key] is not None] for rows in seeds]
+            points = [[(r[x], r[key]) for r in rows if r.get(key) is not None] for rows in seeds]
             for seed in points:
                 if seed and len(points) > 1:
                     ax.plot(*zip(*seed, strict=True), color=color, linewidth=0.7, alpha=0.35)
@@ -120,7 +127,7 @@ def plot_training_comparison(
         if level is not None:
             final = f"{reference}'s final level ({level:.3f})"
             ax.axhline(level, linestyle="--", color="grey", linewidth=1, label=final)
-        ax.set_ylabel("linear-velocity tracking reward\n(mjlab's Episode_Reward, per s)")
+        ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
     by_time.set_xlabel("wall-clock seconds since training started")
     by_steps.set_xlabel("env steps")

@@ -19,6 +19,7 @@ from gym_graphreset.core.inputs import env_device
 __all__ = [
     "EpisodeClock",
     "EpisodeLog",
+    "ResetMetricLog",
     "RewardTermLog",
     "autoreset_env",
     "check_same_step",
@@ -274,3 +275,116 @@ class RewardTermLog:
             for t in (self.sums, self.count, self.step_means, self.reset_steps):
                 t.zero_()
         return {n: (s / count / self.episode_seconds if count else None) for n, s in zip(self.names, sums, strict=True)}
+
+
+class ResetMetricLog:
+    """mjlab's reset-time ``Metrics/<command>/<key>`` and ``Curriculum/<term>/mean|max`` entries, on the device.
+
+    At every step where some rows reset, mjlab's env logs (``ManagerBasedRlEnv._reset_idx``):
+
+    - ``Metrics/<command>/<key>`` (``CommandTerm.reset``): the mean over the reset rows of the command's metric as
+      its last update left it. A motion command overwrites its metrics at the end of every step, and the step
+      that ends an episode resets the row before that update: the value logged is the one of the episode's
+      last step but one. Here: each reset row's ``info["metrics"]["command/<command>/<key>"]`` of the step
+      before. (An episode one step long is the exception: mjlab logs the value right after its reset, this
+      log the last value of the row's episode before.)
+    - ``Curriculum/<term>/mean`` and ``/max`` (mjlab's ``terrain_levels_vel``): the mean and the highest terrain
+      level over every env once the step's reset rows moved level (here: the curriculum term's value after
+      the step).
+
+    rsl_rl's logger averages each entry over the steps of an iteration that had resets; :meth:`means` returns
+    that average since the last clear. :meth:`add` and :meth:`means` make no host read.
+
+    Args:
+        metrics: The ``info["metrics"]`` keys to log (``"command/<command>/<key>"``), each a ``(num_envs,)`` value.
+        curricula: The curriculum terms to log (``env.curriculum_manager.values[name]``: one level per env).
+        values: Where the curricula's values live (the env's ``curriculum_manager.values``); needed with
+            ``curricula``.
+        num_envs: Rows.
+        device: Where the values live.
+    """
+
+    def __init__(
+        self,
+        metrics: tuple[str, ...],
+        curricula: tuple[str, ...],
+        values: dict[str, torch.Tensor] | None,
+        num_envs: int,
+        device: torch.device,
+    ) -> None:
+        if curricula and values is None:
+            raise ValueError(f"`values` (the curriculum values) is needed to log curricula {list(curricula)}")
+        bad = [k for k in metrics if not k.startswith("command/") or k.count("/") != 2]
+        if bad:
+            raise ValueError(f"`metrics` must be info['metrics'] keys 'command/<command>/<key>', got {bad}")
+        self.metrics, self.curricula, self.values = metrics, curricula, values or {}
+        self.tags = tuple("Metrics/" + k.removeprefix("command/") for k in metrics) + tuple(
+            f"Curriculum/{c}/{s}" for c in curricula for s in ("mean", "max")
+        )
+        """The mjlab tags of :meth:`means`, in order: the metrics, then each curriculum's mean and max."""
+        with torch.inference_mode(False):  # written every step, in any mode
+            self.previous = torch.zeros(num_envs, len(metrics), device=device)
+            """Each row's metrics of the last step (the values a reset at the next step logs)."""
+            self.sums = torch.zeros(len(self.tags), device=device)
+            """Sum, over the steps with resets since the last clear, of each entry's value at that step."""
+            self.reset_steps = torch.zeros((), device=device)
+            """Steps with at least one reset since the last clear."""
+        self._primed = False
+
+    @classmethod
+    def for_env(cls, env: VectorEnv) -> ResetMetricLog | None:
+        """The log of a wrapped task-layer env: its commands' ``mjlab_metrics`` and its terrain curricula.
+
+        ``None`` when the env is not a :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` over a
+        ``ManagerBasedEnv`` or has nothing of the kind (a command logs the keys it lists in a class attribute
+        ``mjlab_metrics``, as the motion command does; a curriculum term logs when its function is
+        ``mdp.terrain_levels_vel``).
+        """
+        tasks = sys.modules.get("gym_graphreset.managers.manager_based_env")
+        if tasks is None or not isinstance(env, FixedShapeAutoresetVectorEnv):
+            return None
+        inner = env.env
+        if not isinstance(inner, tasks.ManagerBasedEnv):
+            return None
+        from gym_graphreset.mdp.terrain_levels import terrain_levels_vel
+
+        metrics = tuple(
+            f"command/{name}/{key}"
+            for name, command in inner.commands.items()
+            for key in getattr(type(command), "mjlab_metrics", ())
+        )
+        curricula = tuple(n for n, t in inner.cfg.curriculum.items() if t.func is terrain_levels_vel)
+        if not metrics and not curricula:
+            return None
+        return cls(metrics, curricula, inner.curriculum_manager.values, env.num_envs, env_device(env))
+
+    def add(self, info: dict[str, Any], done: torch.Tensor) -> None:
+        """Account for one step (its ``info`` and done rows), after its resets (no host read)."""
+        ended = done.reshape(-1, 1).to(self.previous.dtype)
+        n = ended.sum()
+        parts = []
+        if self.metrics:
+            now = torch.stack([info["metrics"][k].reshape(-1).to(self.previous.dtype) for k in self.metrics], dim=1)
+            if not self._primed:  # the first step has no step before: its own values stand in
+                self.previous.copy_(now)
+                self._primed = True
+            parts.append((self.previous * ended).sum(dim=0) / n.clamp(min=1.0))
+            self.previous.copy_(now)
+        for name in self.curricula:
+            levels = self.values[name].to(self.sums.dtype)
+            parts.append(torch.stack((levels.mean(), levels.max())))
+        if parts:
+            some = n > 0
+            self.sums += torch.where(some, torch.cat(parts), 0.0)
+            self.reset_steps += some.to(self.reset_steps.dtype)
+
+    def means(self, clear: bool = True) -> dict[str, torch.Tensor]:
+        """``{tag: 0-d tensor}``: each entry's mean over the steps with resets since the last clear (NaN if none).
+
+        ``clear`` zeroes the sums (not the rows' last metrics). No host read.
+        """
+        means = torch.where(self.reset_steps > 0, self.sums / self.reset_steps.clamp(min=1.0), math.nan)
+        if clear:
+            self.sums.zero_()
+            self.reset_steps.zero_()
+        return {tag: means[i] for i, tag in enumerate(self.tags)}

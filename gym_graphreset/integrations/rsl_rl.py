@@ -7,7 +7,9 @@
   ``runner.learn(..., init_at_random_ep_len=True)`` really starts episodes at random lengths;
   ``extras["log"]``, the mean return and length of the episodes that ended, as 0-d device tensors, and
   with ``episode_reward_every`` (for a task with ``info["reward_terms"]``, Go1) mjlab's
-  ``Episode_Reward/<term>`` (:func:`episode_reward_extras`). Its ``step`` makes no host read (on the
+  ``Episode_Reward/<term>`` (:func:`episode_reward_extras`) and, for a task that has them, its
+  ``Metrics/<command>/<key>`` (motion tracking) and ``Curriculum/<term>/mean|max`` (terrain levels;
+  :class:`~gym_graphreset.integrations.common.ResetMetricLog`). Its ``step`` makes no host read (on the
   masked presets and the whole-step graph).
 - :class:`FinalObsPPO`: rsl_rl's PPO, bootstrapping time-outs from the value of the **final**
   observation, ``r + gamma * V(s_final)``, where stock PPO uses ``V(s_t)``, the observation before the
@@ -41,6 +43,7 @@ from gym_graphreset.core.inputs import env_device
 from gym_graphreset.integrations.common import (
     EpisodeClock,
     EpisodeLog,
+    ResetMetricLog,
     RewardTermLog,
     check_same_step,
     episode_clock,
@@ -143,14 +146,21 @@ class RslRlVecEnv(VecEnv):
             :class:`~gym_graphreset.integrations.common.EpisodeClock`), which a value given must equal.
             Required when the env has none.
         episode_reward_every: Every this many steps, ``extras["log"]`` also carries mjlab's
-            ``Episode_Reward/<term>`` over those steps (:func:`episode_reward_extras`). Set it to the runner's
+            ``Episode_Reward/<term>`` over those steps (:func:`episode_reward_extras`), and the task's
+            ``Metrics/<command>/<key>`` and ``Curriculum/<term>/mean|max`` where it has them
+            (:class:`~gym_graphreset.integrations.common.ResetMetricLog`). Set it to the runner's
             ``num_steps_per_env``: each logged iteration then gets mjlab's value of that iteration. Needs a
             task with reward terms (Go1, wrapped in :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv`).
 
     Attributes:
         reward_terms: The per-term episode sums (a :class:`~gym_graphreset.integrations.common.RewardTermLog`)
             when ``episode_reward_every`` is set, else ``None``.
+        reset_metrics: The task's reset-time metrics and curricula (a
+            :class:`~gym_graphreset.integrations.common.ResetMetricLog`) when ``episode_reward_every`` is set
+            and the task has some, else ``None``.
         episode_reward: The ``Episode_Reward/<term>`` entries last put in ``extras["log"]`` (empty before).
+        mjlab_log: Every mjlab entry last put in ``extras["log"]``: ``Episode_Reward/<term>``, then
+            ``Metrics/...`` and ``Curriculum/...`` (empty before).
     """
 
     def __init__(
@@ -170,8 +180,10 @@ class RslRlVecEnv(VecEnv):
                 "`episode_reward_every` needs a task that reports info['reward_terms'] (Go1-Velocity-Flat-v0 in "
                 f"FixedShapeAutoresetVectorEnv), got {type(env).__name__}"
             )
+        self.reset_metrics = ResetMetricLog.for_env(env) if episode_reward_every is not None else None
         self.episode_reward_every = episode_reward_every
         self.episode_reward: dict[str, torch.Tensor] = {}
+        self.mjlab_log: dict[str, torch.Tensor] = {}
         self._steps = 0
         space = env.single_action_space
         if not isinstance(space, gym.spaces.Box):
@@ -244,10 +256,15 @@ class RslRlVecEnv(VecEnv):
         }
         if self.reward_terms is not None and self.episode_reward_every is not None:
             self.reward_terms.add(info, dones)
+            if self.reset_metrics is not None:
+                self.reset_metrics.add(info, dones)
             self._steps += 1  # a Python counter: no host read
             if self._steps % self.episode_reward_every == 0:
                 self.episode_reward = episode_reward_extras(self.reward_terms)
-                extras["log"] |= self.episode_reward
+                self.mjlab_log = dict(self.episode_reward)
+                if self.reset_metrics is not None:
+                    self.mjlab_log |= self.reset_metrics.means()
+                extras["log"] |= self.mjlab_log
         return self._obs, reward, dones, extras
 
     def close(self) -> None:

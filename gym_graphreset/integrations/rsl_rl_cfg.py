@@ -4,11 +4,12 @@ The dataclasses mirror the dict ``rsl_rl.runners.OnPolicyRunner`` reads (rsl-rl-
 returns it. Being dataclasses, every field is a command-line flag of ``gym-graphreset train`` (``--agent.<field>``,
 ``--agent.algorithm.learning-rate 3e-4``). No rsl_rl import here: the settings are plain data.
 
-:func:`mjlab_ppo_cfg` is mjlab 1.6's PPO of the legged tasks (``tasks/velocity/config/go1/rl_cfg.py``; its Go1 and
-G1 velocity configs, flat and rough, hold the same numbers, its G1 tracking config differs in the entropy coefficient
-alone, 0.005): 512-256-128 ELU actor and critic, normalised observations, initial std 1, 24 steps per env, 5 epochs of
-4 minibatches, lr 1e-3 with the adaptive KL schedule (target 0.01), entropy 0.01, gamma 0.99, lambda 0.95, clip 0.2,
-max grad norm 1, a checkpoint every 50 iterations, 10 000 iterations.
+:func:`mjlab_ppo_cfg` is mjlab 1.6's PPO of the legged tasks (``tasks/velocity/config/go1/rl_cfg.py``,
+``tasks/velocity/config/g1/rl_cfg.py``, ``tasks/tracking/config/g1/rl_cfg.py``): 512-256-128 ELU actor and critic,
+normalised observations, initial std 1 (scalar), 24 steps per env, 5 epochs of 4 minibatches, lr 1e-3 with the adaptive
+KL schedule (target 0.01), entropy 0.01, gamma 0.99, lambda 0.95, clip 0.2 (the value loss clipped too, weight 1), max
+grad norm 1, advantages normalised per rollout, Adam, seed 42. The Go1 velocity tasks run 10 000 iterations with a
+checkpoint every 50, the G1 velocity tasks 30 000 (every 50), G1 tracking 30 000 (every 500) with entropy 0.005.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 __all__ = [
     "ALGORITHMS",
+    "MJLAB_RUN_LENGTHS",
     "MJLAB_TASKS",
     "RslRlActorCfg",
     "RslRlDistributionCfg",
@@ -44,6 +46,12 @@ MJLAB_TASKS = (
     TRACKING_TASK,
 )
 """The tasks whose PPO settings are mjlab's (:func:`mjlab_ppo_cfg`); their observations have a ``critic`` group."""
+MJLAB_RUN_LENGTHS = {
+    "gym_graphreset/G1-Velocity-Flat-v0": (30_000, 50),
+    "gym_graphreset/G1-Velocity-Rough-v0": (30_000, 50),
+    TRACKING_TASK: (30_000, 500),
+}
+"""Task -> mjlab's ``(max_iterations, save_interval)`` where it is not the Go1 config's ``(10_000, 50)``."""
 
 
 @dataclass(kw_only=True)
@@ -157,7 +165,9 @@ def _lists(value: Any) -> Any:
 def mjlab_ppo_cfg(env_id: str, algorithm: Literal["ppo", "finalobs", "fast"] = "ppo") -> RslRlRunnerCfg:
     """The PPO settings of ``env_id``: mjlab's for the shipped legged tasks (:data:`MJLAB_TASKS`).
 
-    Other tasks get the same numbers with both networks reading the ``policy`` observation (no ``critic`` group).
+    The entropy coefficient (0.005 for G1 tracking), the iterations and the checkpoint interval
+    (:data:`MJLAB_RUN_LENGTHS`) are the task's own in mjlab. Other tasks get the Go1 numbers with both networks
+    reading the ``policy`` observation (no ``critic`` group).
 
     ``algorithm``: ``"ppo"``, rsl_rl's ``PPO`` (as mjlab), ``"finalobs"``,
     :class:`~gym_graphreset.integrations.rsl_rl.FinalObsPPO`, or ``"fast"``,
@@ -167,6 +177,10 @@ def mjlab_ppo_cfg(env_id: str, algorithm: Literal["ppo", "finalobs", "fast"] = "
         raise ValueError(f"`algorithm` must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
     entropy = 0.005 if env_id == TRACKING_TASK else 0.01
     groups = {"actor": ["policy"], "critic": ["critic" if env_id in MJLAB_TASKS else "policy"]}
+    iterations, save_interval = MJLAB_RUN_LENGTHS.get(env_id, (10_000, 50))
     return RslRlRunnerCfg(
-        obs_groups=groups, algorithm=RslRlPpoCfg(class_name=ALGORITHMS[algorithm], entropy_coef=entropy)
+        max_iterations=iterations,
+        save_interval=save_interval,
+        obs_groups=groups,
+        algorithm=RslRlPpoCfg(class_name=ALGORITHMS[algorithm], entropy_coef=entropy),
     )

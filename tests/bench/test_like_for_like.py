@@ -1,12 +1,15 @@
-"""The like-for-like Go1 training comparison (``benchmarks/gpu/go1_like_for_like.sh`` and its plot): synthetic
-JSONs in the schemas that ``mjlab_train.py``, ``rsl_rl_go1.py`` and the PPO example write (as the driver leaves
-them) are found, summarised against mjlab's final level and drawn on two panels; the driver refuses bad
-settings before touching a GPU; ``mjlab_train.py --seed`` seeds as mjlab's train script does."""
+"""The like-for-like training comparison (``benchmarks/gpu/like_for_like.sh`` and its plot): synthetic JSONs in
+the schemas that ``mjlab_train.py``, ``rsl_rl_go1.py`` and the PPO example write (as the driver leaves them) are
+found, summarised against mjlab's final level and drawn on two panels, for every task (flat Go1 and G1, G1
+tracking with an error that falls, Go1 rough terrain levels); the driver (and its former name) refuses bad
+settings before touching a GPU; ``mjlab_train.py`` seeds as mjlab's train script does, gives a tracking task its
+clip, and reads each row's fields from the logged scalars."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +34,11 @@ def _load(path: Path, name: str) -> ModuleType:
 
 
 def _rows(reach_s: float, end_s: float, level: float = 1.0, dt: float = 0.9) -> list[dict[str, Any]]:
-    """Iterations every ``dt`` s: the first with no reset (null metric), then a ramp to ``level`` at ``reach_s``."""
+    """Iterations every ``dt`` s: the first with no reset (null metrics), then a ramp to ``level`` at ``reach_s``.
+
+    Each row also has the tracking and rough fields: ``error_body_pos`` falls from 0.5 to ``0.5 - 0.4 * level``
+    (0.1 at ``level`` 1) as the ramp rises, ``error_anchor_pos`` is twice it, ``terrain_levels`` is 5x the ramp.
+    """
     rows = []
     for it in range(int(end_s / dt)):
         wall = (it + 1) * dt
@@ -44,6 +51,12 @@ def _rows(reach_s: float, end_s: float, level: float = 1.0, dt: float = 0.9) -> 
                 "track_lin_vel": value,
                 "track_ang_vel": None if value is None else value / 2,
                 "episode_length": None if value is None else 1000 * value,
+                "error_body_pos": None if value is None else 0.5 - 0.4 * value,
+                "error_anchor_pos": None if value is None else 2 * (0.5 - 0.4 * value),
+                "error_body_rot": None,
+                "error_joint_pos": None,
+                "terrain_levels": None if value is None else 5 * value,
+                "terrain_levels_max": None if value is None else 9.0,
             }
         )
     return rows
@@ -54,7 +67,7 @@ def _versions(gpu: str = "NVIDIA H200", rsl: str | None = "5.4.2") -> dict[str, 
     return versions | ({"rsl-rl-lib": rsl} if rsl else {})
 
 
-def _mjlab(seed: int, rows: list[dict[str, Any]], **versions: Any) -> dict[str, Any]:
+def _mjlab(seed: int, rows: list[dict[str, Any]], motion: str | None = None, **versions: Any) -> dict[str, Any]:
     """As ``mjlab_train.py`` writes it, then the driver's annotation."""
     for row in rows:
         row |= {"mean_reward": 1.0, "collect_s": 0.7, "learn_s": 0.1}
@@ -77,11 +90,18 @@ def _mjlab(seed: int, rows: list[dict[str, Any]], **versions: Any) -> dict[str, 
         "stopped": "budget",
         "train_s": rows[-1]["wall_s"],
         "run": "mjlab",
-        "driver": "benchmarks/gpu/go1_like_for_like.sh",
-    }
+        "driver": "benchmarks/gpu/like_for_like.sh",
+    } | ({"motion_file": "/x/g1_sway.npz", "motion_sha256": motion} if motion else {})
 
 
-def _rsl_rl(run: str, seed: int, rows: list[dict[str, Any]], model_xml: str | None = GO1_XML, **versions: Any) -> dict:
+def _rsl_rl(
+    run: str,
+    seed: int,
+    rows: list[dict[str, Any]],
+    model_xml: str | None = GO1_XML,
+    motion: str | None = None,
+    **versions: Any,
+) -> dict[str, Any]:
     """As ``rsl_rl_go1.py`` writes it, then the driver's annotation."""
     for row in rows:
         row |= {"track_lin_vel_episodes": row["track_lin_vel"], "track_ang_vel_episodes": None, "episodes": 10}
@@ -111,8 +131,8 @@ def _rsl_rl(run: str, seed: int, rows: list[dict[str, Any]], model_xml: str | No
         "train_s": rows[-1]["wall_s"],
         "env_steps_per_s": 4e5,
         "run": run,
-        "driver": "benchmarks/gpu/go1_like_for_like.sh",
-    }
+        "driver": "benchmarks/gpu/like_for_like.sh",
+    } | ({"motion_file": "/x/g1_sway.npz", "motion_sha256": motion} if motion else {})
 
 
 def _ppo_example(seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,12 +152,12 @@ def _ppo_example(seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rsl_rl_lib": None,
         "run": "ppo-example",
         "seed": seed,
-        "driver": "benchmarks/gpu/go1_like_for_like.sh",
+        "driver": "benchmarks/gpu/like_for_like.sh",
     }
 
 
-def _write(folder: Path, record: dict[str, Any], robot: str = "go1") -> Path:
-    path = folder / f"{robot}-l4l-{record['run']}-s{record['seed']}.json"
+def _write(folder: Path, record: dict[str, Any], task: str = "go1") -> Path:
+    path = folder / f"{task}-l4l-{record['run']}-s{record['seed']}.json"
     path.write_text(json.dumps(record))
     return path
 
@@ -195,9 +215,10 @@ def test_each_robot_s_runs_are_found_apart_and_checked_against_its_model(tmp_pat
     script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
     g1_xml = GO1_XML.replace("go1", "g1")
     _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)))
-    _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)), robot="g1")
-    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=100.0, end_s=20.0), model_xml=g1_xml), robot="g1")
-    _write(tmp_path, _rsl_rl("stock", 43, _rows(reach_s=100.0, end_s=20.0)), robot="g1")  # on go1.xml
+    _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)), task="g1")
+    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=100.0, end_s=20.0), model_xml=g1_xml), task="g1")
+    _write(tmp_path, _rsl_rl("stock", 43, _rows(reach_s=100.0, end_s=20.0)), task="g1")  # on go1.xml
+    _write(tmp_path, _mjlab(42, _rows(reach_s=100.0, end_s=20.0)), task="g1-tracking")  # another task
     g1 = script.find_runs([tmp_path], "g1")
     assert {run: [p.name for p in paths] for run, paths in g1.items()} == {
         "mjlab": ["g1-l4l-mjlab-s42.json"],
@@ -260,24 +281,82 @@ def test_missing_matplotlib_skips_the_comparison_png(
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"RUN": "bogus"}, "RUN must be one of"),
+        ({"RUN": "bogus"}, "RUN must be one of: mjlab stock finalobs syncfree fast ppo-example, got 'bogus'"),
         ({"RUN": "stock", "BUDGET_S": "560"}, "leaves no time for setup"),
         ({"RUN": "stock", "MODEL_XML": "/nonexistent/go1.xml", "MJ_PYTHONPATH": ""}, "no go1.xml"),
-        ({"RUN": "stock", "ROBOT": "g1", "MODEL_XML": "/nonexistent/g1.xml", "MJ_PYTHONPATH": ""}, "no g1.xml"),
-        ({"RUN": "stock", "ROBOT": "h1"}, "ROBOT must be go1 or g1, got 'h1'"),
+        ({"RUN": "stock", "TASK": "g1", "MODEL_XML": "/nonexistent/g1.xml", "MJ_PYTHONPATH": ""}, "no g1.xml"),
+        ({"RUN": "stock", "TASK": "g1-tracking", "MODEL_XML": "/x/g1.xml", "MJ_PYTHONPATH": ""}, "no g1.xml"),
+        ({"RUN": "stock", "TASK": "go1-rough", "MODEL_XML": "/x/go1.xml", "MJ_PYTHONPATH": ""}, "no go1.xml"),
+        ({"RUN": "stock", "TASK": "h1"}, "TASK must be one of: go1 g1 g1-tracking go1-rough, got 'h1'"),
+        ({"RUN": "stock", "TASK": "go1_rough"}, "TASK must be one of: go1 g1 g1-tracking go1-rough, got 'go1_rough'"),
         ({"RUN": "stock", "SAVE": "yes"}, "SAVE must be 0 or 1, got 'yes'"),
+        (
+            {"RUN": "ppo-example", "TASK": "g1-tracking"},
+            "RUN=ppo-example trains TASK=go1 or g1 only (it logs no tracking errors or terrain levels), got "
+            "TASK=g1-tracking",
+        ),
+        ({"RUN": "ppo-example", "TASK": "go1-rough"}, "RUN=ppo-example trains TASK=go1 or g1 only"),
+        (
+            {"RUN": "mjlab", "TASK": "g1-tracking", "MOTION": "/nonexistent/clip.npz"},
+            "MOTION must be a clip file (mjlab's npz), got '/nonexistent/clip.npz'",
+        ),
+        (
+            {"RUN": "stock", "TASK": "go1-rough", "MOTION": "clip.npz"},
+            "MOTION is for TASK=g1-tracking (the clip to track), got TASK=go1-rough",
+        ),
     ],
 )
 def test_driver_refuses_bad_settings_before_training(tmp_path: Path, env: dict[str, str], message: str) -> None:
-    script = GPU / "go1_like_for_like.sh"
+    """Each bad setting stops the driver with status 2 before any training, its log naming what was wrong and
+    what is accepted; no JSON is written."""
+    script = GPU / "like_for_like.sh"
     assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
     out = tmp_path / "out"
     run_env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "WORK": str(tmp_path / "work"), **env}
     done = subprocess.run(["bash", str(script)], cwd=ROOT, env=run_env, capture_output=True, text=True, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
-    name = f"{env.get('ROBOT', 'go1')}-l4l-{env['RUN']}-s42"
+    name = f"{env.get('TASK', 'go1')}-l4l-{env['RUN']}-s42"
     assert message in (out / f"{name}.log").read_text()
     assert not (out / f"{name}.json").exists()
+
+
+def test_tracking_driver_gives_both_sides_the_shipped_clip_by_default(tmp_path: Path) -> None:
+    """TASK=g1-tracking without MOTION names the library's clip (resolved) in its log, and goes on to look for
+    mjlab's g1.xml."""
+    out = tmp_path / "out"
+    run_env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "WORK": str(tmp_path / "w"), "MJ_PYTHONPATH": ""}
+    run_env |= {"TASK": "g1-tracking", "RUN": "stock", "MODEL_XML": "/nonexistent/g1.xml"}
+    done = subprocess.run(
+        ["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=run_env, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    log = (out / "g1-tracking-l4l-stock-s42.log").read_text()
+    clip = ROOT / "gym_graphreset" / "assets" / "robots" / "g1" / "motions" / "g1_sway.npz"
+    assert f"task g1-tracking (Mjlab-Tracking-Flat-Unitree-G1 / gym_graphreset/G1-Tracking-Flat-v0, clip {clip})" in log
+    assert "no g1.xml" in log
+
+
+@pytest.mark.parametrize(
+    ("env", "message", "log_name"),
+    [
+        ({"ROBOT": "h1"}, "ROBOT must be go1 or g1, got 'h1'", None),
+        ({"TASK": "go1-rough"}, "go1_like_for_like.sh takes ROBOT (go1 or g1), not TASK", None),
+        ({"ROBOT": "g1", "SAVE": "yes"}, "SAVE must be 0 or 1, got 'yes'", "g1-l4l-stock-s42.log"),
+        ({}, "SAVE must be 0 or 1, got 'yes'", "go1-l4l-stock-s42.log"),
+    ],
+)
+def test_former_driver_name_runs_the_flat_tasks(
+    tmp_path: Path, env: dict[str, str], message: str, log_name: str | None
+) -> None:
+    """``go1_like_for_like.sh`` is ``like_for_like.sh`` with ``ROBOT`` for ``TASK``: the flat tasks only."""
+    script = GPU / "go1_like_for_like.sh"
+    assert subprocess.run(["bash", "-n", str(script)], check=False).returncode == 0
+    out = tmp_path / "out"
+    run_env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "WORK": str(tmp_path / "w"), "RUN": "stock", "SAVE": "yes"}
+    run_env |= env
+    done = subprocess.run(["bash", str(script)], cwd=ROOT, env=run_env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in (done.stderr if log_name is None else (out / log_name).read_text())
 
 
 def test_mjlab_train_seeds_agent_and_env_as_mjlabs_train_script() -> None:
@@ -287,3 +366,216 @@ def test_mjlab_train_seeds_agent_and_env_as_mjlabs_train_script() -> None:
     assert train.apply_seed(env_cfg, rl_cfg, 7) == 7 and env_cfg.seed == rl_cfg.seed == 7
     assert train._parser().parse_args(["--seed", "3"]).seed == 3
     assert train._parser().parse_args([]).seed is None
+
+
+def test_tracking_error_is_reached_from_above(tmp_path: Path) -> None:
+    """G1 tracking's headline is an error: a run reaches mjlab's final level when its error falls to it or below."""
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    for seed in (42, 43):
+        _write(tmp_path, _mjlab(seed, _rows(reach_s=200.0, end_s=240.0), motion="ab"), task="g1-tracking")
+    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=100.0, end_s=240.0), motion="ab"), task="g1-tracking")
+    _write(tmp_path, _rsl_rl("fast", 42, _rows(reach_s=900.0, end_s=240.0), motion="ab"), task="g1-tracking")
+    found = script.find_runs([tmp_path], "g1-tracking")
+    assert list(found) == ["mjlab", "stock", "fast"]
+    task = script.TASKS["g1-tracking"]
+    assert (task.key, task.higher_is_better, task.robot) == ("error_body_pos", False, "g1")
+    summary = {r["label"]: r for r in summarize_training_comparison(found, "mjlab", task.key, task.higher_is_better)}
+    assert summary["mjlab"]["final"] == pytest.approx(0.1)  # 0.5 - 0.4 once the ramp is at 1
+    assert summary["stock"]["reached_s"] == [pytest.approx(100.8)]  # the first row at <= 0.1: 112 x 0.9 s
+    assert summary["stock"]["fraction"] == pytest.approx(100.8 / 239.4)
+    assert summary["fast"]["reached_s"] == [None] and summary["fast"]["fraction"] is None
+    finals = script.final_values(found, task.also)
+    assert finals["stock"]["error_anchor_pos"] == pytest.approx(0.2)
+    assert finals["stock"]["error_body_rot"] is None  # never logged
+    text = script.table(list(summary.values()), task.key, finals)
+    header, _, *lines = text.splitlines()
+    assert header.startswith("| run | seeds | final error_body_pos |")
+    assert header.endswith(
+        " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |"
+    )
+    assert lines[1].startswith("| stock | 1 | 0.100 | 239 |") and lines[1].endswith("| 0.200 | — | — | 1000.000 |")
+
+
+def test_tracking_runs_on_other_clips_are_flagged(tmp_path: Path) -> None:
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    g1_xml = GO1_XML.replace("go1", "g1")
+    _write(tmp_path, _mjlab(42, _rows(reach_s=10.0, end_s=5.0), motion="aa"), task="g1-tracking")
+    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=10.0, end_s=5.0), g1_xml, motion="aa"), task="g1-tracking")
+    assert script.like_for_like_warnings(script.find_runs([tmp_path], "g1-tracking"), "g1-tracking") == []
+    _write(tmp_path, _rsl_rl("stock", 43, _rows(reach_s=10.0, end_s=5.0), g1_xml, motion="bb"), task="g1-tracking")
+    (warning,) = script.like_for_like_warnings(script.find_runs([tmp_path], "g1-tracking"), "g1-tracking")
+    assert warning.startswith("clips (motion_sha256) differ:") and "stock/g1-tracking-l4l-stock-s43.json=bb" in warning
+
+
+@pytest.mark.parametrize(
+    ("task", "key", "robot_xml", "also"),
+    [
+        ("go1", "track_lin_vel", GO1_XML, ""),
+        ("g1", "track_lin_vel", GO1_XML.replace("go1", "g1"), ""),
+        (
+            "g1-tracking",
+            "error_body_pos",
+            GO1_XML.replace("go1", "g1"),
+            " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |",
+        ),
+        ("go1-rough", "terrain_levels", GO1_XML, " final terrain_levels_max | final track_lin_vel |"),
+    ],
+)
+def test_cli_draws_each_tasks_headline_metric(
+    tmp_path: Path,
+    task: str,
+    key: str,
+    robot_xml: str,
+    also: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each task's JSONs (2 seeds a side) give a PNG whose panels draw its headline metric and a table of it."""
+    pytest.importorskip("matplotlib", reason="the plots need the `plot` extra (matplotlib)")
+    import matplotlib.pyplot as plt
+
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    motion = "cd" if task == "g1-tracking" else None
+    for seed in (42, 43):
+        _write(tmp_path, _mjlab(seed, _rows(reach_s=150.0, end_s=60.0), motion=motion), task=task)
+        _write(tmp_path, _rsl_rl("stock", seed, _rows(reach_s=50.0, end_s=60.0), robot_xml, motion), task=task)
+    ylabels: list[str] = []
+    close = plt.close
+
+    def record(fig: Any) -> None:
+        ylabels.extend(ax.get_ylabel() for ax in fig.axes)
+        close(fig)
+
+    monkeypatch.setattr(plt, "close", record)
+    png = tmp_path / "fig.png"
+    assert script.main([str(tmp_path), "--task", task, "--out", str(png)]) == 0
+    assert png.stat().st_size > 0
+    table = png.with_suffix(".md").read_text()
+    assert table.splitlines()[0].endswith(f"| of mjlab's time |{also}") and f"final {key} |" in table
+    out = capsys.readouterr().out
+    assert "WARNING" not in out and f"wrote {png}" in out
+    assert ylabels == [script.TASKS[task].ylabel] * 2
+
+
+def test_mjlab_train_reads_each_tasks_fields_from_the_logged_scalars() -> None:
+    """A row holds each TAGS field (None where the task logs none), the Episode_Reward, Metrics and Curriculum
+    scalars apart, and the timings; the tags are those rsl_rl_go1.py records under the same fields."""
+    train = _load(GPU / "mjlab_train.py", "mjlab_train_fields_under_test")
+    scalars = {
+        "Episode_Reward/track_linear_velocity": 1.25,
+        "Episode_Reward/motion_body_pos": 0.5,
+        "Metrics/motion/error_body_pos": 0.08,
+        "Metrics/motion/error_anchor_rot": 0.3,
+        "Metrics/twist/error_vel_xy": 0.2,
+        "Curriculum/terrain_levels/mean": 3.5,
+        "Curriculum/terrain_levels/max": 9.0,
+        "Curriculum/command_vel/lin_vel_x_max": 1.0,
+        "Train/mean_episode_length": 480.0,
+        "Train/mean_reward": 20.0,
+        "Perf/collection_time": 0.7,
+        "Perf/learning_time": 0.2,
+        "Loss/value_function": 0.01,
+    }
+    row = train.row_from_scalars(3, 12.5, 24 * 4096, scalars)
+    assert row == {
+        "iteration": 3,
+        "wall_s": 12.5,
+        "env_steps": 4 * 24 * 4096,
+        "track_lin_vel": 1.25,
+        "track_ang_vel": None,
+        "terrain_levels": 3.5,
+        "terrain_levels_max": 9.0,
+        "error_body_pos": 0.08,
+        "error_body_rot": None,
+        "error_anchor_pos": None,
+        "error_anchor_rot": 0.3,
+        "error_joint_pos": None,
+        "error_joint_vel": None,
+        "episode_length": 480.0,
+        "mean_reward": 20.0,
+        "episode_reward": {"Episode_Reward/track_linear_velocity": 1.25, "Episode_Reward/motion_body_pos": 0.5},
+        "metrics": {
+            "Metrics/motion/error_body_pos": 0.08,
+            "Metrics/motion/error_anchor_rot": 0.3,
+            "Metrics/twist/error_vel_xy": 0.2,
+            "Curriculum/terrain_levels/mean": 3.5,
+            "Curriculum/terrain_levels/max": 9.0,
+            "Curriculum/command_vel/lin_vel_x_max": 1.0,
+        },
+        "collect_s": 0.7,
+        "learn_s": 0.2,
+    }
+
+
+def test_mjlab_train_gives_a_tracking_task_its_clip(tmp_path: Path) -> None:
+    """The clip goes to the motion command (resolved, with its SHA-256 recorded); a tracking task without one and
+    a clip for a task without a motion command are refused by name."""
+    import hashlib
+
+    train = _load(GPU / "mjlab_train.py", "mjlab_train_motion_under_test")
+    clip = tmp_path / "clip.npz"
+    clip.write_bytes(b"frames")
+    tracking = SimpleNamespace(commands={"motion": SimpleNamespace(motion_file="")})
+    recorded = train.set_motion_file(tracking, "Mjlab-Tracking-Flat-Unitree-G1", clip)
+    assert tracking.commands["motion"].motion_file == str(clip.resolve())
+    assert recorded == {"motion_file": str(clip.resolve()), "motion_sha256": hashlib.sha256(b"frames").hexdigest()}
+    with pytest.raises(ValueError, match="Mjlab-Tracking-Flat-Unitree-G1 tracks a clip: give --motion-file"):
+        train.set_motion_file(tracking, "Mjlab-Tracking-Flat-Unitree-G1", None)
+    velocity = SimpleNamespace(commands={"twist": object()})
+    assert train.set_motion_file(velocity, "Mjlab-Velocity-Rough-Unitree-Go1", None) == {}
+    with pytest.raises(ValueError, match="--motion-file given, but Mjlab-Velocity-Rough-Unitree-Go1 has no motion"):
+        train.set_motion_file(velocity, "Mjlab-Velocity-Rough-Unitree-Go1", clip)
+
+
+def test_mjlab_train_refuses_a_missing_clip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    train = _load(GPU / "mjlab_train.py", "mjlab_train_motion_under_test")
+    with pytest.raises(SystemExit) as exit_info:
+        train.main(["--motion-file", str(tmp_path / "none.npz")])
+    assert exit_info.value.code == 2
+    assert f"--motion-file must be a clip (mjlab's npz), got {tmp_path / 'none.npz'}" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
+def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
+    """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
+    venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
+    with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
+    field; the plot script then finds the run."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    from gym_graphreset.assets.robots.g1.model import build_g1_xml
+    from gym_graphreset.assets.robots.go1.model import build_go1_xml
+
+    robot = "g1" if task.startswith("g1") else "go1"
+    model_xml = tmp_path / f"{robot}.xml"  # the library's own model, under mjlab's file name
+    model_xml.write_text(build_g1_xml() if robot == "g1" else build_go1_xml())
+    (tmp_path / "trainers").mkdir()
+    out = tmp_path / "out"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(tmp_path)),  # warp's kernel cache
+        "OUT": str(out),
+        "WORK": str(tmp_path / "work"),
+        "TASK": task,
+        "RUN": "stock",
+        "DEVICE": "cpu",
+        "NUM_ENVS": "4",
+        "BUDGET_S": "1",
+        "MJ_PYTHONPATH": "",
+        "TRAINERS_SITE": str(tmp_path / "trainers"),
+        "MODEL_XML": str(model_xml),
+    }
+    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    name = f"{task}-l4l-stock-s42"
+    log = (out / f"{name}.log").read_text()
+    assert done.returncode == 0 and log.rstrip().endswith("done"), log
+    assert "training: exit status 0" in log and "not like for like" not in log
+    record = json.loads((out / f"{name}.json").read_text())
+    assert (record["run"], record["seed"], record["like_for_like_task"]) == ("stock", 42, task)
+    assert record["driver"] == "benchmarks/gpu/like_for_like.sh" and record["model_xml"] == str(model_xml)
+    assert ("motion_sha256" in record) == (task == "g1-tracking")
+    (row,) = record["rows"]
+    assert headline in row and f"{task} stock seed 42: 1 rows" in log
+    assert (out / f"{name}.ckpt" / "model_0.pt").is_file()
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    assert list(script.find_runs([out], task)) == ["stock"]

@@ -1,9 +1,11 @@
-"""rsl_rl on the Go1 task (``benchmarks/gpu/rsl_rl_go1.py``): mjlab's PPO config reaches rsl_rl unchanged, the
-per-term episode log (``RewardTermLog``) sums terms per finished episode, and a CPU run of one iteration
-writes training-curve rows that :func:`~gym_graphreset.bench.plotting.load_training_curve` accepts."""
+"""rsl_rl on the Go1 task (``benchmarks/gpu/rsl_rl_go1.py``): mjlab's PPO config of each task reaches rsl_rl
+unchanged, the per-term episode log (``RewardTermLog``) sums terms per finished episode, a row's mjlab fields come
+from the iteration's log, and a CPU run of one iteration (flat, tracking, rough) writes training-curve rows that
+:func:`~gym_graphreset.bench.plotting.load_training_curve` accepts, with the task's mjlab metrics."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
@@ -19,10 +21,44 @@ from gym_graphreset.bench.plotting import load_training_curve
 from gym_graphreset.integrations.common import RewardTermLog
 from gym_graphreset.integrations.export import load_policy
 from gym_graphreset.integrations.rsl_rl import episode_reward_extras
+from gym_graphreset.tasks.tracking.motion_command import MotionCommand
 from tests.conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "benchmarks" / "results" / "h200-mjlab-train-Go1-4096.json"
+CLIP = ROOT / "gym_graphreset" / "assets" / "robots" / "g1" / "motions" / "g1_sway.npz"
+MJLAB_TRACKING_RL_CFG = {
+    "seed": 42,
+    "num_steps_per_env": 24,
+    "max_iterations": 30_000,
+    "save_interval": 500,
+    "actor": {
+        "hidden_dims": [512, 256, 128],
+        "activation": "elu",
+        "obs_normalization": True,
+        "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"},
+    },
+    "critic": {"hidden_dims": [512, 256, 128], "activation": "elu", "obs_normalization": True},
+    "algorithm": {
+        "class_name": "PPO",
+        "value_loss_coef": 1.0,
+        "use_clipped_value_loss": True,
+        "clip_param": 0.2,
+        "entropy_coef": 0.005,
+        "num_learning_epochs": 5,
+        "num_mini_batches": 4,
+        "learning_rate": 1.0e-3,
+        "schedule": "adaptive",
+        "gamma": 0.99,
+        "lam": 0.95,
+        "desired_kl": 0.01,
+        "max_grad_norm": 1.0,
+        "normalize_advantage_per_mini_batch": False,
+        "optimizer": "adam",
+    },
+}
+"""mjlab 1.6's ``tasks/tracking/config/g1/rl_cfg.py`` (with ``RslRlPpoAlgorithmCfg``'s and the runner config's
+defaults for the fields it leaves out), as rsl_rl reads it."""
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +84,63 @@ def test_cfg_matches_mjlabs_recorded_go1_config(script: ModuleType) -> None:
     finalobs = script.mjlab_go1_cfg("finalobs", check_for_nan=False)
     assert finalobs["algorithm"]["class_name"] == "gym_graphreset.integrations.rsl_rl:FinalObsPPO"
     assert finalobs["check_for_nan"] is False
+
+
+def test_tracking_cfg_matches_mjlabs_tracking_config_field_by_field(script: ModuleType) -> None:
+    """G1 tracking trains with mjlab's tracking PPO config: every learning field, the run length and the checkpoint
+    interval (the script's budget replaces ``max_iterations``: compared through the package's config)."""
+    from gym_graphreset.integrations.rsl_rl_cfg import mjlab_ppo_cfg
+
+    ours = script.mjlab_go1_cfg(env_id=script.TRACKING_ENV_ID)
+    full = mjlab_ppo_cfg(script.TRACKING_ENV_ID).to_dict()
+    for key, value in MJLAB_TRACKING_RL_CFG.items():
+        if isinstance(value, dict):
+            for field, v in value.items():
+                assert ours[key][field] == v, f"{key}.{field}"
+        elif key == "max_iterations":
+            assert full[key] == value and key not in ours
+        else:
+            assert ours[key] == value, key
+    assert ours["obs_groups"] == {"actor": ["policy"], "critic": ["critic"]}  # mjlab's actor / critic groups
+    g1 = mjlab_ppo_cfg("gym_graphreset/G1-Velocity-Rough-v0")
+    assert (g1.max_iterations, g1.save_interval, g1.algorithm.entropy_coef) == (30_000, 50, 0.01)
+    go1 = mjlab_ppo_cfg("gym_graphreset/Go1-Velocity-Rough-v0")
+    assert (go1.max_iterations, go1.save_interval, go1.algorithm.entropy_coef) == (10_000, 50, 0.01)
+
+
+def test_row_fields_come_from_the_iterations_mjlab_log(script: ModuleType) -> None:
+    """Each MJLAB_FIELDS field holds its tag's value (None where absent or NaN: nothing reset); Episode_Reward and
+    Metrics / Curriculum entries are kept apart; the tags are mjlab_train.py's for the same fields."""
+    log = {
+        "Episode_Reward/motion_body_pos": 0.75,
+        "Episode_Reward/self_collisions": float("nan"),
+        "Metrics/motion/error_body_pos": 0.125,
+        "Metrics/motion/error_joint_vel": 2.5,
+        "Metrics/motion/sampling_entropy": 0.98,
+        "Curriculum/terrain_levels/mean": float("nan"),
+    }
+    fields = script.mjlab_fields(log)
+    assert fields == {
+        "track_lin_vel": None,
+        "track_ang_vel": None,
+        "terrain_levels": None,
+        "terrain_levels_max": None,
+        "error_body_pos": 0.125,
+        "error_body_rot": None,
+        "error_anchor_pos": None,
+        "error_anchor_rot": None,
+        "error_joint_pos": None,
+        "error_joint_vel": 2.5,
+        "episode_reward": {"Episode_Reward/motion_body_pos": 0.75, "Episode_Reward/self_collisions": None},
+        "metrics": {
+            "Metrics/motion/error_body_pos": 0.125,
+            "Metrics/motion/error_joint_vel": 2.5,
+            "Metrics/motion/sampling_entropy": 0.98,
+            "Curriculum/terrain_levels/mean": None,
+        },
+    }
+    train = load_script(ROOT / "benchmarks" / "gpu" / "mjlab_train.py")
+    assert {k: v for k, v in train.TAGS.items() if not v.startswith("Train/")} == script.MJLAB_FIELDS
 
 
 def test_reward_term_log_sums_each_finished_episode() -> None:
@@ -116,7 +209,8 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
     assert row["iteration"] == 0 and row["env_steps"] == 24 * num_envs and row["wall_s"] > 0
     assert row["episodes"] >= num_envs  # 24 steps over a 10-step horizon: every row ended at least once
     assert 1 <= row["episode_length"] <= horizon
-    assert row["terrain_level"] is None  # a flat task has no terrain
+    assert row["terrain_level"] is None and row["terrain_levels"] is None  # a flat task has no terrain
+    assert row["error_body_pos"] is None and row["metrics"] == {}  # nor motion metrics
     for key in ("track_lin_vel", "track_ang_vel"):  # weight 2 x exp(...) <= 2 per second of the horizon
         assert 0 < row[key] <= 2.0, key
         assert 0 < row[f"{key}_episodes"] <= 2.0, key
@@ -151,14 +245,22 @@ def test_cpu_run_on_motion_tracking_logs_every_term(script: ModuleType, tmp_path
     every ``Episode_Reward/<term>`` (no ``track_*`` term there) and a checkpoint that plays."""
     argv = ["--env-id", "gym_graphreset/G1-Tracking-Flat-v0", "--device", "cpu", "--num-envs", "4"]
     argv += ["--budget-s", "1", "--max-iterations", "1", "--max-episode-steps", "10", "--out", str(tmp_path)]
+    argv += ["--motion-file", str(CLIP)]
     assert script.main([*argv, "--name", "tracking.json", "--save-dir", str(tmp_path / "ckpt")]) == 0
     record = json.loads((tmp_path / "tracking.json").read_text())
-    assert record["rl_cfg"]["algorithm"]["entropy_coef"] == 0.005
+    assert record["rl_cfg"]["algorithm"]["entropy_coef"] == 0.005 and record["rl_cfg"]["save_interval"] == 50
+    assert record["motion_file"] == str(CLIP)
+    assert record["motion_sha256"] == hashlib.sha256(CLIP.read_bytes()).hexdigest()
     (row,) = record["rows"]
     assert row["track_lin_vel"] is None and row["track_lin_vel_episodes"] is None
     rewards = row["episode_reward"]
     assert {"Episode_Reward/motion_body_pos", "Episode_Reward/self_collisions"} <= set(rewards)
     assert 0 < rewards["Episode_Reward/motion_body_pos"] <= 1.0  # weight 1 x exp(...) <= 1 per second
+    # mjlab's Metrics/motion/<key>: every key, 24 steps over a 10-step horizon reset every row
+    assert set(row["metrics"]) == {f"Metrics/motion/{k}" for k in MotionCommand.mjlab_metrics}
+    assert all(v is not None and v >= 0 for v in row["metrics"].values())
+    assert 0 < row["error_body_pos"] < 1.0 and row["error_body_pos"] == row["metrics"]["Metrics/motion/error_body_pos"]
+    assert 0 < row["metrics"]["Metrics/motion/sampling_entropy"] <= 1.0
     policy = load_policy(tmp_path / "ckpt" / "model_0.pt")
     assert policy.source.env_id == "gym_graphreset/G1-Tracking-Flat-v0"
 
@@ -174,6 +276,13 @@ def test_cpu_run_on_rough_terrain_records_terrain_levels(script: ModuleType, tmp
     level = row["terrain_level"]
     assert 0 <= level["mean"] <= level["max"] <= 9  # mjlab's rough terrain: 10 rows
     assert level["max"] == int(level["max"])
+    # mjlab's Curriculum/terrain_levels/mean and /max over the iteration's steps with resets
+    assert row["metrics"] == {
+        "Curriculum/terrain_levels/mean": row["terrain_levels"],
+        "Curriculum/terrain_levels/max": row["terrain_levels_max"],
+    }
+    assert 0 <= row["terrain_levels"] <= row["terrain_levels_max"] <= 9
+    assert row["track_lin_vel"] is not None
 
 
 def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,6 +292,11 @@ def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFix
         (["--budget-s", "0"], "--budget-s"),
         (["--max-episode-steps", "0"], "--max-episode-steps"),
         (["--reference", "/nonexistent.json"], "--reference"),
+        (["--motion-file", str(CLIP)], "--motion-file is for gym_graphreset/G1-Tracking-Flat-v0"),
+        (
+            ["--env-id", "gym_graphreset/G1-Tracking-Flat-v0", "--motion-file", "/nonexistent.npz"],
+            "--motion-file must be a clip (mjlab's npz), got /nonexistent.npz",
+        ),
     ):
         with pytest.raises(SystemExit):
             script.main(argv)

@@ -127,6 +127,23 @@ class MotionCommand:
     """What :meth:`metrics` reads after a forward pass: the tracked bodies' poses and velocities."""
 
     reset_draws = 0  # the reset event (reset_to_motion_frame) draws the start frames
+    mjlab_metrics: ClassVar[tuple[str, ...]] = (
+        "error_anchor_pos",
+        "error_anchor_rot",
+        "error_anchor_lin_vel",
+        "error_anchor_ang_vel",
+        "error_body_pos",
+        "error_body_rot",
+        "error_body_lin_vel",
+        "error_body_ang_vel",
+        "error_joint_pos",
+        "error_joint_vel",
+        "sampling_entropy",
+        "sampling_top1_prob",
+        "sampling_top1_bin",
+    )
+    """The keys of :meth:`metrics`: mjlab's, which its env logs at a reset as ``Metrics/<command>/<key>`` (each as
+    its last update left it; :class:`~gym_graphreset.integrations.common.ResetMetricLog` logs them the same way)."""
     step_draws = 0
 
     def __init__(self, cfg: MotionCommandCfg, env: ManagerBasedEnv) -> None:
@@ -258,7 +275,13 @@ class MotionCommand:
         self.time_steps.copy_((self.time_steps + 1).clamp(max=self.clip.num_frames - 1))
 
     def metrics(self) -> dict[str, torch.Tensor]:
-        """Tracking errors per row and the sampler's entropy and top-1 bin (mjlab's command metrics)."""
+        """Tracking errors per row and the sampler's entropy and top-1 bin (mjlab's command metrics).
+
+        The keys are :attr:`mjlab_metrics`, each computed as mjlab's ``MotionCommand._update_metrics`` does: the
+        anchor's world position, orientation and velocities against the clip's, the tracked bodies' mean errors
+        (positions and orientations against the clip moved onto the robot's anchor, velocities in the world
+        frame), the joints' error norms.
+        """
         pos, quat, lin, ang = self.robot_bodies()
         rel_pos, rel_quat = self.relative_bodies()
         a = self.anchor
@@ -271,6 +294,8 @@ class MotionCommand:
         return {
             "error_anchor_pos": (self.motion_bodies("body_pos_w")[:, a] - pos[:, a]).norm(dim=-1),
             "error_anchor_rot": quat_error_magnitude(self.motion_bodies("body_quat_w")[:, a], quat[:, a]),
+            "error_anchor_lin_vel": (self.motion_bodies("body_lin_vel_w")[:, a] - lin[:, a]).norm(dim=-1),
+            "error_anchor_ang_vel": (self.motion_bodies("body_ang_vel_w")[:, a] - ang[:, a]).norm(dim=-1),
             "error_body_pos": (rel_pos - pos).norm(dim=-1).mean(dim=-1),
             "error_body_rot": quat_error_magnitude(rel_quat, quat).mean(dim=-1),
             "error_body_lin_vel": (self.motion_bodies("body_lin_vel_w") - lin).norm(dim=-1).mean(dim=-1),
