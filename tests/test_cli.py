@@ -455,6 +455,23 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.strip() == f"gym-graphreset {gym_graphreset.__version__}"
 
 
+def test_a_source_tree_without_package_metadata_still_runs_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from a tree with ``PYTHONPATH=.`` (no installed metadata), the parser still builds and ``--version``
+    says where it runs from, rather than every command failing on the version lookup."""
+    import importlib.metadata
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == "gym-graphreset (not installed: run from a source tree)"
+
+
 @pytest.mark.parametrize("command", ["demo", "bench"])
 def test_results_go_under_runs_in_the_current_folder_by_default(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -23,13 +23,23 @@ from gym_graphreset.cli.bench import DEFAULT_ENV, VariantRejected, same_task
 __all__ = ["DEFAULT_ENV", "VariantRejected", "main", "same_task"]
 
 
+def _version() -> str:
+    """The installed package's version (the root module, which also states it, is a layer above ``cli``).
+
+    A tree run without installing it (``PYTHONPATH=.``) has no package metadata: every other command still runs.
+    """
+    try:
+        return importlib.metadata.version("gym_graphreset")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed: run from a source tree)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gym-graphreset",
         description="Train, play and export policies on GPU-batched tasks; time the step modes.",
     )
-    version = importlib.metadata.version("gym_graphreset")  # the installed package's (the root module is above cli)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     train_help = "train rsl_rl's PPO on a registered task (gym-graphreset train <task> --help: its flags)"
     sub.add_parser("train", help=train_help, description=train_help)  # parsed by cli.train.main, from the task
