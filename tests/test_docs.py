@@ -7,12 +7,14 @@ from __future__ import annotations
 import doctest
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -300,6 +302,37 @@ def test_landing_pages_open_with_the_figure_and_the_headline(page: Path) -> None
     # first after the title (and, in the README, its two commands): before any section or toctree
     first_section = min(i for i in (text.find("\n## "), text.find("```{toctree}")) if i >= 0)
     assert text.index(figure) < first_section and text.index(HEADLINE["sentence"]) < first_section
+
+
+LEGGED = json.loads((DOCS / "legged.json").read_text())
+
+
+def _figures_tool() -> Any:
+    spec = importlib.util.spec_from_file_location("figures", DOCS / "tools" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_legged_table_is_computed_from_its_rounds_files() -> None:
+    """docs/legged.json (the landing pages' comparison with mjlab) is what its alternated-rounds files give, every
+    task with at least three rounds (one pair of runs is not a ratio)."""
+    figures = _figures_tool()
+    heads = figures.legged_headlines()
+    assert LEGGED["table"] == figures.legged_table(heads, LEGGED["gpu"])
+    assert LEGGED["ratios"] == {task: [round(v, 2) for v in h.ratio] for task, h in heads.items()}
+    assert all(h.rounds >= 3 for h in heads.values())
+    assert (DOCS / LEGGED["figure"]).is_file()
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", DOCS / "index.md"], ids=lambda p: p.name)
+def test_landing_pages_open_with_the_comparison_with_mjlab(page: Path) -> None:
+    """The first screen shows the legged tasks against mjlab: the figure and the table, before any section."""
+    text = page.read_text()
+    figure = LEGGED["figure"] if page.parent == DOCS else f"docs/{LEGGED['figure']}"
+    first_section = min(i for i in (text.find("\n## "), text.find("```{toctree}")) if i >= 0)
+    assert text.index(figure) < first_section and text.index(LEGGED["table"]) < first_section
 
 
 ANT_RATIO = re.compile(r"(\d\.\d{3})x (?:the )?bare (?:captured )?physics")

@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from gym_graphreset.bench.peers.compare import PeerHeadline, load_results, peer_headline, rounds_rows
 from gym_graphreset.bench.plotting import (
     plot_curves,
     plot_peer_comparison,
+    plot_peer_headlines,
     plot_results,
     plot_soak,
     plot_training_curves,
@@ -77,6 +79,15 @@ TRAINING = {
         "gym_graphreset, PPO example": "h200-ppo-Go1-4096.json",
     },
 }
+# The first page's comparison with mjlab: task -> (its `bench --rounds` JSON, our model variant on the same
+# work). Each is the sides alternated three times in one run on one card; ours compiled (LEGGED_MODE).
+LEGGED_ROUNDS = {
+    "Go1 flat velocity": ("h100-Go1-rounds-4096.json", "gym_graphreset/Go1-Velocity-Flat-v0[mjlab-work]"),
+    "G1 motion tracking": ("h100-G1-Tracking-rounds-4096.json", "gym_graphreset/G1-Tracking-Flat-v0[mjlab-work]"),
+}
+LEGGED_MODE = "step graph+compile"
+LEGGED_ENVS = 4096
+LEGGED = ROOT / "docs" / "legged.json"
 MIN_PT = 10.0  # points per 8 inches of figure width
 SOAK = "h200-soak-HalfCheetah-v5-4096"
 PPO = {"eager update": "h200-ppo-Ant-v5-4096-eager-update.npz", "captured update": "h200-ppo-Ant-v5-4096.npz"}
@@ -217,6 +228,60 @@ def draw_peers_and_training() -> None:
         print(out)
 
 
+def _k(value: float) -> str:
+    return f"{value / 1e3:,.0f}k"
+
+
+def legged_headlines() -> dict[str, PeerHeadline]:
+    """Each task of ``LEGGED_ROUNDS`` summed up over its alternated rounds."""
+    return {
+        task: peer_headline(rounds_rows(load_results([RESULTS / name])), env_id, LEGGED_MODE, LEGGED_ENVS)
+        for task, (name, env_id) in LEGGED_ROUNDS.items()
+    }
+
+
+def legged_table(heads: dict[str, PeerHeadline], gpu: str) -> str:
+    """The first page's table: each side's median (range) and the ratio's, over the alternated rounds."""
+    lines = [
+        f"| task, {LEGGED_ENVS} envs, one {gpu} | this library, env-steps/s | mjlab 1.6 | this library / mjlab "
+        "| step / own physics (ours, mjlab) | torch host syncs/step (ours, mjlab) |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+    ]
+    for task, h in heads.items():
+        own = "-" if h.ours_over_physics is None else f"**{h.ours_over_physics[0]:.2f}**"
+        syncs = ", ".join(
+            "-" if v is None else f"{v:.2f}".rstrip("0").rstrip(".") for v in (h.ours_host_syncs, h.peer_host_syncs)
+        )
+        lines.append(
+            f"| {task} | {_k(h.ours[0])} ({_k(h.ours[1])}-{_k(h.ours[2])}) | {_k(h.peer[0])} ({_k(h.peer[1])}-"
+            f"{_k(h.peer[2])}) | **{h.ratio[0]:.2f}x** ({h.ratio[1]:.2f}-{h.ratio[2]:.2f}) "
+            f"| {own}, {h.peer_over_physics[0]:.2f} | {syncs} |"
+        )
+    return "\n".join(lines)
+
+
+def write_legged() -> None:
+    """docs/legged.json (the table the landing pages quote) and its figure, from the rounds files; print the paths."""
+    heads = legged_headlines()
+    first = json.loads((RESULTS / next(iter(LEGGED_ROUNDS.values()))[0]).read_text())
+    gpu = first["versions"]["gpu"].replace(" HBM3", "").replace("NVIDIA ", "")
+    figure = f"img/{gpu.split()[0].lower()}-legged-vs-mjlab-rounds.png"
+    title = f"This library against mjlab 1.6 on the same work, {LEGGED_ENVS} envs, one {gpu}"
+    plot_peer_headlines(heads, ROOT / "docs" / figure, title)
+    record = {
+        "sources": {task: f"benchmarks/results/{name}" for task, (name, _) in LEGGED_ROUNDS.items()},
+        "gpu": gpu,
+        "mode": LEGGED_MODE,
+        "num_envs": LEGGED_ENVS,
+        "figure": figure,
+        "table": legged_table(heads, gpu),
+        "ratios": {task: [round(v, 2) for v in h.ratio] for task, h in heads.items()},
+    }
+    LEGGED.write_text(json.dumps(record, indent=1) + "\n")
+    print(ROOT / "docs" / figure)
+    print(LEGGED)
+
+
 def render_terrain(path: Path) -> bool:
     """Render mjlab's rough set on the generator, 5 levels (difficulty 0 at the back), from the front corner."""
     import mujoco
@@ -269,6 +334,7 @@ def draw_figures() -> None:
     if plot_soak(soak["windows"], IMG / f"{SOAK}.png", title):
         print(IMG / f"{SOAK}.png")
     draw_peers_and_training()
+    write_legged()
 
 
 if __name__ == "__main__":

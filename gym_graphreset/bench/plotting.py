@@ -266,7 +266,12 @@ def plot_peer_headlines(tasks: Mapping[str, PeerHeadline], path: Path, title: st
                 label=name if i == 0 else None,
             )
         ratio, low, high = h.ratio
-        ax.text(h.ours[2] / 1e3 + top * 0.02, i - height / 2, f"{ratio:.2f}x ({low:.2f}-{high:.2f})", va="center")
+        ax.text(
+            h.ours[2] / 1e3 + top * 0.02,
+            i - height / 2,
+            f"{ratio:.2f}x mjlab (range {low:.2f}-{high:.2f})",
+            va="center",
+        )
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlim(0, top * 1.45)

@@ -134,8 +134,9 @@ def measure_mode(
     if is_cuda:
         from gym_graphreset.testing import count_host_syncs
 
-        probe = 8
-        n, _ = count_host_syncs(lambda: [env.step(pool[j]) for j in range(probe)])
+        # one whole validation-poll period (at least 8 steps), so that the deferred poll counts at its true rate
+        probe = max(8, env.config.validation_poll_interval)
+        n, _ = count_host_syncs(lambda: [env.step(pool[j % len(pool)]) for j in range(probe)])
         syncs = n / probe
     compiled = env.capture_report().state["compile"]
     env.close()

@@ -558,6 +558,7 @@ def test_peer_headline_sums_up_each_side_and_the_ratio_over_the_rounds() -> None
     assert (head.rounds, head.ours, head.peer) == (3, (330e3, 300e3, 360e3), (120e3, 100e3, 150e3))
     assert head.ratio == pytest.approx((3.0, 2.2, 3.0))
     assert head.ours_over_physics == pytest.approx((400 / 330, 400 / 360, 400 / 300))
+    assert (head.ours_host_syncs, head.peer_host_syncs) == (0.0, 0.0)
     peer_ms = [4096 / p * 1e3 for p in (100e3, 150e3, 120e3)]
     assert head.peer_over_physics == pytest.approx(
         compare.RoundsRow.spread([ms / f for ms, f in zip(peer_ms, (10.0, 11.0, 12.0), strict=True)])

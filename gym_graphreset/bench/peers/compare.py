@@ -332,6 +332,7 @@ class RoundsRow:
     physics_ms: tuple[float, ...]
     ratios: tuple[float, ...] = ()
     same_model: bool = False
+    host_syncs: tuple[float, ...] = ()
 
     @staticmethod
     def spread(values: Sequence[float]) -> tuple[float, float, float] | None:
@@ -381,6 +382,7 @@ def rounds_rows(results: Sequence[ModeResult]) -> list[RoundsRow]:
                 physics_ms=own_physics,
                 ratios=tuple(ratios),
                 same_model=same,
+                host_syncs=tuple(r.host_syncs_per_step for r in runs if r.host_syncs_per_step is not None),
             )
         )
     return sorted(rows, key=lambda row: (row.num_envs, row.side == "ours", row.env_id, row.mode))
@@ -415,7 +417,7 @@ class PeerHeadline:
 
     ``ours`` is the row of one of our modes on one env id (a model variant), ``peer`` the peer's row at the same
     size; ``ratio`` is ours / the peer's env-steps/s per round, ``ours_over_physics`` our step over our own bare
-    physics per round. Each is ``(median, min, max)``.
+    physics per round. Each is ``(median, min, max)``; the host syncs per step are each side's median.
     """
 
     env_id: str
@@ -427,6 +429,8 @@ class PeerHeadline:
     ratio: tuple[float, float, float]
     ours_over_physics: tuple[float, float, float] | None
     peer_over_physics: tuple[float, float, float]
+    ours_host_syncs: float | None
+    peer_host_syncs: float | None
 
 
 def _median_range(values: Sequence[float]) -> tuple[float, float, float]:
@@ -468,4 +472,6 @@ def peer_headline(rows: Sequence[RoundsRow], env_id: str, mode: str, num_envs: i
         ratio=_median_range(row.ratios),
         ours_over_physics=_median_range(own) if own else None,
         peer_over_physics=_median_range(peer_own),
+        ours_host_syncs=statistics.median(row.host_syncs) if row.host_syncs else None,
+        peer_host_syncs=statistics.median(peer.host_syncs) if peer.host_syncs else None,
     )
