@@ -9,12 +9,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from gym_graphreset.bench.peers.compare import PeerHeadline
 from gym_graphreset.bench.results import ModeResult
-
-if TYPE_CHECKING:
-    from gym_graphreset.bench.peers.compare import PeerHeadline
 
 __all__ = [
     "TRAINING_FIELDS",
