@@ -335,6 +335,108 @@ def test_landing_pages_open_with_the_comparison_with_mjlab(page: Path) -> None:
     assert text.index(figure) < first_section and text.index(LEGGED["table"]) < first_section
 
 
+# A comparison with mjlab is quoted only as a ratio of alternated rounds (each side run three times or more, in
+# turn, in one run): mjlab's own figure moves 20-40 % between runs on the same card, so one run of each side is
+# not a ratio. On a line that names mjlab (link targets aside), every "N.NNx" and every "mjlab's NNk", and on a
+# table row of mjlab's every figure written with thousands separators ("98,607"; batch sizes aside), must be a
+# median or range end of the rounds files behind docs/legged.json. A ratio that says what it is of within one
+# side ("3.70x its own physics", "2.80x the selected path") is not a comparison; nor is a training run's
+# wall-clock or throughput (a different measurement, one seed per side, on lines about training).
+RATIO = re.compile(r"(?<![\w.])(\d+\.\d+)[x\u00d7](?!\w)")  # x or the multiplication sign
+WITHIN_ONE_SIDE = re.compile(
+    r"\**\s*(?:faster than\s+)?(?:(?:its|their|the|the library's)\s+)?(?:own\s+|bare\s+|captured\s+)*"
+    r"(?:physics|selected)"
+)
+PEER_FIGURE = re.compile(r"\bmjlab(?:'s)?\s+(?:ran\s+|made\s+)?(\d+(?:\.\d+)?k)\b")
+TRAINING_LINE = re.compile(r"wall-clock|of training|\btrain(?:ed|ing) at\b")
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+ROUNDS_RATIO = re.compile(r"(\d+\.\d+) \((\d+\.\d+)-(\d+\.\d+)\) same model")
+ROUNDS_PEER = re.compile(r"^\| mjlab \|.*?\| ([\d,]+) \(([\d,]+)-([\d,]+)\) \|", re.M)
+PEER_ROW = re.compile(r"^\s*\|\s*mjlab\b(?!')")  # mjlab's row, not a row of ours "on mjlab's `go1.xml`"
+THOUSANDS = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d,])")
+BATCH_SIZES = {"16,384", "32,768", "65,536", "131,072"}
+
+
+def _rounds_figures() -> tuple[set[str], set[str]]:
+    """The ratios (median and range ends, "3.05") and mjlab's env-steps/s ("112k", "111.5k", "111,521") the
+    rounds give, with the batch sizes a table row of mjlab's may name."""
+    ratios = {f"{v:.2f}" for values in LEGGED["ratios"].values() for v in values}
+    peer = set(BATCH_SIZES)
+    for source in LEGGED["sources"].values():
+        table = (ROOT / source).with_suffix(".md").read_text()
+        found = [m.groups() for m in ROUNDS_RATIO.finditer(table)]
+        assert found, f"no ours / mjlab column in {source}'s table"
+        ratios |= {value for triple in found for value in triple}
+        for triple in ROUNDS_PEER.findall(table):
+            peer |= set(triple)
+            for value in (int(v.replace(",", "")) / 1e3 for v in triple):
+                peer |= {f"{value:.0f}k", f"{value:.1f}k"}
+    return ratios, peer
+
+
+def _quoted_against_mjlab(text: str) -> list[tuple[int, str]]:
+    """(line number, figure) of each ratio ("3.05x") and mjlab figure ("112k") quoted on a line naming mjlab, and
+    of each figure with thousands separators ("98,607") on a table row of mjlab's."""
+    lines = [LINK_TARGET.sub("]", line) for line in text.splitlines()]
+    quoted = []
+    for n, line in enumerate(lines, 1):
+        if "mjlab" not in line.lower() or TRAINING_LINE.search(line):
+            continue
+        wrapped = line + " " + (lines[n] if n < len(lines) else "")  # "4.26x its" / "own physics" across a wrap
+        quoted += [(n, m.group(1) + "x") for m in RATIO.finditer(line) if not WITHIN_ONE_SIDE.match(wrapped, m.end())]
+        quoted += [(n, m.group(1)) for m in PEER_FIGURE.finditer(line)]
+        if PEER_ROW.match(line):
+            quoted += [(n, m.group(0)) for m in THOUSANDS.finditer(line)]
+    return quoted
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
+def test_comparisons_with_mjlab_are_those_of_alternated_rounds(page: Path) -> None:
+    """Every ratio against mjlab, and every mjlab env-steps/s figure, quoted on a page is a median or range end of
+    the alternated rounds (docs/legged.json's sources, both Go1 variants included)."""
+    ratios, peer = _rounds_figures()
+    wrong = [
+        f"{page.name}:{n}: {figure}"
+        for n, figure in _quoted_against_mjlab(page.read_text())
+        if figure.removesuffix("x") not in (ratios if figure.endswith("x") else peer)
+    ]
+    assert not wrong, "figures against mjlab that no alternated rounds gave:\n" + "\n".join(wrong)
+
+
+def test_mjlab_comparison_check_catches_each_form() -> None:
+    """The check above flags one-run comparisons in the forms pages use, and leaves one side's own ratios alone."""
+    ratios, peer = _rounds_figures()
+    assert {"3.05", "2.62", "4.15", "3.06", "2.63", "4.16", "3.41", "3.09", "3.81"} <= ratios
+    assert {"112k", "82k", "130k", "107k", "96k", "119k"} <= peer
+    caught = {
+        "the compiled step made 3.96x mjlab's env-steps/s": ["3.96x"],
+        "G1 against mjlab, 4.6x and 2.72x at 16,384": ["4.6x", "2.72x"],
+        "on mjlab's model: 3.5x (one run of each side), mjlab's: 4.26x.": ["3.5x", "4.26x"],
+        "449.6k env-steps/s in this run and mjlab 98.6k": ["98.6k"],
+        "ran 327k env-steps/s where mjlab ran 91k, 378k (mjlab 95k)": ["91k", "95k"],
+        "377k against mjlab's 126k env-steps/s at 4096 envs": ["126k"],
+        "| mjlab | 16,384 | 264,138 | 62.03 | 32.85 | 1.89 | 68.1 |": ["16,384", "264,138"],
+    }
+    for text, figures in caught.items():
+        assert [f for _, f in _quoted_against_mjlab(text)] == figures, text
+    not_caught = [
+        "mjlab's step in the same run: 3.53x its own physics, 66 syncs",
+        "mjlab's step is 4.26x its\nown physics",
+        "the step costs **1.11x** its own physics (mjlab's model), **2.80x** the selected path",
+        "<= 1.5x the library's selected path; mjlab's task",
+        "reached mjlab's final reward in 120 s, 0.50 of mjlab's wall-clock",
+        "it trained at 197k env-steps/s against mjlab's 103k, half of mjlab's wall-clock",
+        "action scale 0.25 x effort / kp, as mjlab",
+        "1.07x to 1.18x ([below](#go1-beside-mjlab))",
+        "mjlab 1.6 against ours: 340k against mjlab's 112k, 3.05x",
+        "| mjlab 1.6 | its task | 111,521 (82,015-129,610) | 36.73 (31.60-49.94) | 9.91 (9.90-9.93) | — |",
+        "| mjlab 1.6 (its env, its train loop) | 24.7M | 103k | 1.150 | 207 s |",
+        "| mjlab's `go1.xml` | 4096 | 398,024 | 10.29 | 7.39 | 1.39 | 0.12 |",
+    ]
+    for text in not_caught:
+        assert all(f.removesuffix("x") in ratios | peer for _, f in _quoted_against_mjlab(text)), text
+
+
 ANT_RATIO = re.compile(r"(\d\.\d{3})x (?:the )?bare (?:captured )?physics")
 
 
