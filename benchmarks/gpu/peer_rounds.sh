@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # This library against mjlab on identical work, the sides alternated ROUNDS times in one run (bench --rounds):
 # mjlab's model file with its sensors kept and mjlab's forward pass before the observations on our side
-# (the velocity tasks, whole as mjlab's and reduced to the passes the observations read; tracking tracks the
-# same clip), our step graph with and without compile="inductor".
+# (whole as mjlab's and reduced to the passes the observations read; tracking tracks the same clip), our step
+# graph with and without compile="inductor".
 # From the repository root on a GPU machine, with warp, mujoco-warp and gymnasium importable and mjlab on
 # MJ_PYTHONPATH (it runs in its own process):
 #   OUT=/some/dir ROBOT=go1 bash benchmarks/gpu/peer_rounds.sh       # go1, go1-rough, g1, g1-rough, g1-tracking
@@ -33,14 +33,14 @@ model="model_xml=$XML,keep_sensors=true"
 peer_clip=()
 if [[ $ROBOT == g1-tracking ]]; then
   CLIP=$(realpath "$(find gym_graphreset -name g1_sway.npz | head -1)")
-  variants=(--variant "mjlab-work:$model,motion_file=$CLIP")
+  model="$model,motion_file=$CLIP"
   peer_clip=(--peer-motion-file "$CLIP")
-else
-  # mjlab-work: mjlab's whole forward before the observations (the same work); mjlab-outputs: only the passes
-  # the observations read (the same observations, rewards and flags, bit for bit on the CPU: less work)
-  variants=(--variant "mjlab-work:$model,forward_before_obs=true,forward_passes=full"
-    --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
 fi
+# mjlab's step runs one forward before the observations in every task. mjlab-work: that whole forward (the same
+# work); mjlab-outputs: only the passes the observations read (the same observations, rewards and flags, bit for
+# bit on the CPU: less work)
+variants=(--variant "mjlab-work:$model,forward_before_obs=true,forward_passes=full"
+  --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
 mkdir -p "$OUT"
 python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
   --steps "$STEPS" --warmup "$WARMUP" --rounds "$ROUNDS" "${variants[@]}" \

@@ -247,10 +247,9 @@ def _jobs(
         if xml_dir is None:
             continue
         kwargs = f"model_xml={xml_dir}/unitree_{robot}/xmls/{robot}.xml,keep_sensors=true"
-        if label == "g1-tracking":
-            kwargs += f",motion_file={clip.resolve()}" if clip else ""
-        else:
-            kwargs += ",forward_before_obs=true"
+        if label == "g1-tracking" and clip:
+            kwargs += f",motion_file={clip.resolve()}"
+        kwargs += ",forward_before_obs=true"  # mjlab's step runs a forward before the observations in every task
         variant = ["--variant", f"w:{kwargs}"]
         jobs.append(Job(f"ours {label} mjlab-work x{num_envs}", [*bench, "--env-id", env_id, *variant, *out]))
         if not peer:
