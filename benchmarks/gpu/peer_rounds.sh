@@ -6,7 +6,10 @@
 # From the repository root on a GPU machine, with warp, mujoco-warp and gymnasium importable and mjlab on
 # MJ_PYTHONPATH (it runs in its own process):
 #   OUT=/some/dir ROBOT=go1 bash benchmarks/gpu/peer_rounds.sh       # go1, go1-rough, g1, g1-rough, g1-tracking
-# Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log.
+# Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log. The results are written at the
+# end: DEADLINE_S (570) stops the run with a message rather than being killed by a command limit with nothing
+# written. Warm (warp's kernels cached), one robot's three rounds of MODES="step graph+compile" with both variants
+# took ~5 min on an H100; both modes take about twice that.
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOT=${ROBOT:-go1}
@@ -15,6 +18,7 @@ ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-100}
 WARMUP=${WARMUP:-20}
 MODES=${MODES:-step graph,step graph+compile}
+DEADLINE_S=${DEADLINE_S:-570}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 case $ROBOT in
   go1) ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
@@ -42,7 +46,13 @@ fi
 variants=(--variant "mjlab-work:$model,forward_before_obs=true,forward_passes=full"
   --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
 mkdir -p "$OUT"
-python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
+timeout -k 10 "$DEADLINE_S" python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
   --steps "$STEPS" --warmup "$WARMUP" --rounds "$ROUNDS" "${variants[@]}" \
   --peer mjlab --peer-python python3 --peer-pythonpath "$MJ_PYTHONPATH" --peer-task "$PEER_TASK" "${peer_clip[@]}" \
   --out "$OUT" 2>&1 | grep -v "^Module \|^Warp \|^   " | tee "$OUT/$ROBOT-rounds.log"
+status=${PIPESTATUS[0]}
+if ((status == 124 || status == 137)); then
+  echo "stopped at DEADLINE_S=$DEADLINE_S s before the rounds ended: nothing written; fewer MODES, SIZES or ROUNDS" \
+    "fit one command" | tee -a "$OUT/$ROBOT-rounds.log"
+fi
+exit "$status"

@@ -267,8 +267,10 @@ def legged_table(heads: dict[str, PeerHeadline], gpu: str) -> str:
 def write_legged() -> None:
     """docs/legged.json (the table the landing pages quote) and its figure, from the rounds files; print the paths."""
     heads = legged_headlines()
-    first = json.loads((RESULTS / next(iter(LEGGED_ROUNDS.values()))[0]).read_text())
-    gpu = first["versions"]["gpu"].replace(" HBM3", "").replace("NVIDIA ", "")
+    cards = {json.loads((RESULTS / name).read_text())["versions"]["gpu"] for name, _ in LEGGED_ROUNDS.values()}
+    if len(cards) != 1:
+        raise ValueError(f"the first page's rounds were measured on different cards {sorted(cards)}: rerun on one")
+    gpu = cards.pop().replace(" HBM3", "").replace("NVIDIA ", "")
     figure = f"img/{gpu.split()[0].lower()}-legged-vs-mjlab-rounds.png"
     title = f"This library against mjlab 1.6, its tasks and model files, {LEGGED_ENVS} envs, one {gpu}"
     plot_peer_headlines(heads, ROOT / "docs" / figure, title)

@@ -368,7 +368,8 @@ class ResetMetricLog:
             if not self._primed:  # the first step has no step before: its own values stand in
                 self.previous.copy_(now)
                 self._primed = True
-            parts.append((self.previous * ended).sum(dim=0) / n.clamp(min=1.0))
+            # a non-finite value of a row that does not end must not reach the mean (NaN x 0 is NaN)
+            parts.append(torch.where(ended.bool(), self.previous, 0.0).sum(dim=0) / n.clamp(min=1.0))
             self.previous.copy_(now)
         for name in self.curricula:
             levels = self.values[name].to(self.sums.dtype)

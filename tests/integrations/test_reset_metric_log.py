@@ -56,6 +56,16 @@ def test_reset_rows_log_the_step_befores_metrics_and_every_envs_levels() -> None
     assert all(math.isnan(v.item()) for v in log.means().values())  # no reset since
 
 
+def test_a_non_finite_metric_of_a_row_that_does_not_end_stays_out_of_the_mean() -> None:
+    """mjlab averages the reset rows alone: a NaN or inf in another row does not reach the logged mean."""
+    levels = torch.zeros(3)
+    log = _log(levels)
+    _step(log, levels, [1, math.nan, 3], [10, math.inf, 30], [False, False, False], [0, 0, 0])
+    _step(log, levels, [0, 0, 0], [0, 0, 0], [True, False, True], [0, 0, 0])  # rows 0, 2 end
+    means = {k: v.item() for k, v in log.means().items()}
+    assert means["Metrics/motion/a"] == pytest.approx(2.0) and means["Metrics/motion/b"] == pytest.approx(20.0)
+
+
 def test_a_reset_at_the_first_step_logs_that_steps_values() -> None:
     """Before any step there is no step before: the first step's own values stand in."""
     levels = torch.tensor([2.0, 0.0, 1.0])
