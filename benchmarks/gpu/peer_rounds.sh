@@ -7,6 +7,11 @@
 # MJ_PYTHONPATH (it runs in its own process):
 #   OUT=/some/dir ROBOT=go1 bash benchmarks/gpu/peer_rounds.sh       # go1, go1-rough, g1, g1-rough, g1-tracking
 # Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log.
+# BUDGET_VARIANT="njmax=64,nconmax=16" adds a variant "budget": the mjlab-work variant (the same model and work)
+# with that contact/constraint budget, timed in the same alternated rounds. Size it with
+# benchmarks/contact_budget.py (the peak x 2); its results equal mjlab-work's bit for bit unless the poll
+# reports an overflow. From the CPU probe (docs/mjwarp.md): go1 "njmax=64,nconmax=16", go1-rough "njmax=104",
+# g1 "njmax=232", g1-rough "njmax=280", g1-tracking "njmax=232" (nconmax: the shipped one holds their peaks).
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOT=${ROBOT:-go1}
@@ -16,6 +21,11 @@ STEPS=${STEPS:-100}
 WARMUP=${WARMUP:-20}
 MODES=${MODES:-step graph,step graph+compile}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
+BUDGET_VARIANT=${BUDGET_VARIANT:-}
+if [[ -n $BUDGET_VARIANT && ! $BUDGET_VARIANT =~ ^(njmax|nconmax)=[1-9][0-9]*(,(njmax|nconmax)=[1-9][0-9]*)?$ ]]; then
+  echo "BUDGET_VARIANT must be njmax=N and/or nconmax=N, comma-separated (e.g. njmax=64,nconmax=16), got $BUDGET_VARIANT" >&2
+  exit 2
+fi
 case $ROBOT in
   go1) ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
   g1) ENV_ID=gym_graphreset/G1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 MODEL=g1 ;;
@@ -33,14 +43,17 @@ model="model_xml=$XML,keep_sensors=true"
 peer_clip=()
 if [[ $ROBOT == g1-tracking ]]; then
   CLIP=$(realpath "$(find gym_graphreset -name g1_sway.npz | head -1)")
-  variants=(--variant "mjlab-work:$model,motion_file=$CLIP")
+  work="$model,motion_file=$CLIP"
+  variants=(--variant "mjlab-work:$work")
   peer_clip=(--peer-motion-file "$CLIP")
 else
   # mjlab-work: mjlab's whole forward before the observations (the same work); mjlab-outputs: only the passes
   # the observations read (the same observations, rewards and flags, bit for bit on the CPU: less work)
-  variants=(--variant "mjlab-work:$model,forward_before_obs=true,forward_passes=full"
+  work="$model,forward_before_obs=true,forward_passes=full"
+  variants=(--variant "mjlab-work:$work"
     --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
 fi
+if [[ -n $BUDGET_VARIANT ]]; then variants+=(--variant "budget:$work,$BUDGET_VARIANT"); fi
 mkdir -p "$OUT"
 python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
   --steps "$STEPS" --warmup "$WARMUP" --rounds "$ROUNDS" "${variants[@]}" \
