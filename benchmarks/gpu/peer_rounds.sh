@@ -10,6 +10,11 @@
 # end: DEADLINE_S (570) stops the run with a message rather than being killed by a command limit with nothing
 # written. Warm (warp's kernels cached), one robot's three rounds of MODES="step graph+compile" with both variants
 # took ~5 min on an H100; both modes take about twice that.
+# BUDGET_VARIANT="njmax=64,nconmax=16" adds a variant "budget": the mjlab-work variant (the same model and work)
+# with that contact/constraint budget, timed in the same alternated rounds. Size it with
+# benchmarks/contact_budget.py (the peak x 2); its results equal mjlab-work's bit for bit unless the poll
+# reports an overflow. From the CPU probe (docs/mjwarp.md): go1 "njmax=64,nconmax=16", go1-rough "njmax=104",
+# g1 "njmax=232", g1-rough "njmax=280", g1-tracking "njmax=232" (nconmax: the shipped one holds their peaks).
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOT=${ROBOT:-go1}
@@ -20,6 +25,11 @@ WARMUP=${WARMUP:-20}
 MODES=${MODES:-step graph,step graph+compile}
 DEADLINE_S=${DEADLINE_S:-570}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
+BUDGET_VARIANT=${BUDGET_VARIANT:-}
+if [[ -n $BUDGET_VARIANT && ! $BUDGET_VARIANT =~ ^(njmax|nconmax)=[1-9][0-9]*(,(njmax|nconmax)=[1-9][0-9]*)?$ ]]; then
+  echo "BUDGET_VARIANT must be njmax=N and/or nconmax=N, comma-separated (e.g. njmax=64,nconmax=16), got $BUDGET_VARIANT" >&2
+  exit 2
+fi
 case $ROBOT in
   go1) ENV_ID=gym_graphreset/Go1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-Go1 MODEL=go1 ;;
   g1) ENV_ID=gym_graphreset/G1-Velocity-Flat-v0 PEER_TASK=Mjlab-Velocity-Flat-Unitree-G1 MODEL=g1 ;;
@@ -43,8 +53,10 @@ fi
 # mjlab's step runs one forward before the observations in every task. mjlab-work: that whole forward (the same
 # work); mjlab-outputs: only the passes the observations read (the same observations, rewards and flags, bit for
 # bit on the CPU: less work)
-variants=(--variant "mjlab-work:$model,forward_before_obs=true,forward_passes=full"
+work="$model,forward_before_obs=true,forward_passes=full"
+variants=(--variant "mjlab-work:$work"
   --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
+if [[ -n $BUDGET_VARIANT ]]; then variants+=(--variant "budget:$work,$BUDGET_VARIANT"); fi
 mkdir -p "$OUT"
 timeout -k 10 "$DEADLINE_S" python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \
   --steps "$STEPS" --warmup "$WARMUP" --rounds "$ROUNDS" "${variants[@]}" \

@@ -41,7 +41,7 @@ from gymnasium.vector.utils import batch_space
 
 from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.rng import StreamAllocator
-from gym_graphreset.envs.mjwarp.vector_env import MJWarpVectorEnv
+from gym_graphreset.envs.mjwarp.vector_env import MJWarpVectorEnv, check_contact_limits
 from gym_graphreset.managers.draws import DrawBlock
 from gym_graphreset.managers.forward_passes import plan_forward, task_readers
 from gym_graphreset.managers.model_access import ModelAccess, PhaseCache
@@ -93,7 +93,8 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         num_envs: Worlds.
         max_episode_steps: Truncation horizon of the ``time_out`` term (default: ``ceil(episode_length_s / dt)``).
         **kwargs: Passed to :class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv` (``device``,
-            ``global_env_offset``...).
+            ``global_env_offset``...). ``njmax`` / ``nconmax`` (the contact and constraint budget per world)
+            replace the task's: ``cfg`` then says what is allocated (``None``: MuJoCo Warp's default).
 
     Attributes:
         cfg: The task configuration.
@@ -129,6 +130,9 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
             or max_episode_steps < 1
         ):
             raise ValueError(f"`max_episode_steps` must be None or an int >= 1, got {max_episode_steps!r}")
+        if budget := {k: kwargs.pop(k) for k in ("njmax", "nconmax") if k in kwargs}:
+            check_contact_limits(budget.get("nconmax"), budget.get("njmax"))
+            cfg = dataclasses.replace(cfg, **budget)  # the cfg says what is allocated
         self.cfg = cfg
         self._horizon = None if max_episode_steps is None else int(max_episode_steps)
         check_time_out(cfg)
@@ -136,9 +140,15 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.batched_model_fields = tuple(dict.fromkeys(f for e in cfg.events.values() for f in e.batched_fields))
         self.refresh = cfg.refresh
         model = cfg.model() if callable(cfg.model) else cfg.model
-        kwargs.setdefault("njmax", cfg.njmax)
-        kwargs.setdefault("nconmax", cfg.nconmax)
-        super().__init__(model, num_envs, frame_skip=cfg.decimation, max_episode_steps=self._horizon or 1, **kwargs)
+        super().__init__(
+            model,
+            num_envs,
+            frame_skip=cfg.decimation,
+            max_episode_steps=self._horizon or 1,
+            njmax=cfg.njmax,
+            nconmax=cfg.nconmax,
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ construction
 

@@ -3,7 +3,8 @@
 :data:`OVERFLOW_CHECKS` names every overflow bit of ``d.overflow`` (MuJoCo Warp's public ``OverflowType``)
 that invalidates a world's physics; :class:`WorldChecks` records them and the finite state after each
 step's physics and latches them (``mjwarp_overflow[BROADPHASE]``..., ``mjwarp_finite_state``) for
-:class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv`. :func:`healthy_range` is the bounds test the
+:class:`~gym_graphreset.envs.mjwarp.vector_env.MJWarpVectorEnv`; :func:`overflow_message` says, per bit, which
+budget ran out, its size, and the argument that raises it. :func:`healthy_range` is the bounds test the
 locomotion tasks terminate on. ``OVERFLOW_CHECKS`` and ``healthy_range`` are re-exported by
 :mod:`gym_graphreset.envs.mjwarp.vector_env`.
 """
@@ -17,7 +18,7 @@ import torch
 from gym_graphreset.core.protocols import CheckSink
 from gym_graphreset.core.validation import finite_rows
 
-__all__ = ["OVERFLOW_CHECKS", "WorldChecks", "healthy_range"]
+__all__ = ["OVERFLOW_CHECKS", "WorldChecks", "healthy_range", "overflow_message"]
 
 # Overflow bits that invalidate physics, from mujoco_warp's public OverflowType (ITERATIONS and
 # LS_ITERATIONS only warn about convergence). Each is a named check, e.g. ``mjwarp_overflow[BROADPHASE]``.
@@ -36,6 +37,37 @@ OVERFLOW_CHECKS: dict[str, int] = _overflow_checks()
 """Overflow name -> bit of ``d.overflow`` for every latched check (``mjwarp_overflow[NAME]``)."""
 
 
+_PENETRATION = ", unless the world's bodies overlap (a robot that starts in penetration: check its spawn height)"
+_PROBE = "benchmarks/contact_budget.py measures the peak a task needs"
+
+
+def overflow_message(name: str, njmax: int, nconmax: int, nworld: int) -> str:
+    """What the overflow bit ``name`` means for a world, naming the budget, its size and the argument to raise.
+
+    ``njmax`` bounds each world's constraint rows; ``nconmax`` is contacts per world, but MuJoCo Warp keeps
+    the contacts (and the broadphase's candidate pairs) of all worlds in one pool of ``naconmax = nconmax x
+    nworld`` slots, so a contact overflow is raised in every world at once.
+    """
+    pool = f"naconmax={nconmax * nworld} slots (nconmax={nconmax} per world x {nworld} worlds, one pool)"
+    budget = {
+        "NEFC": f"a world needed more constraint rows than njmax={njmax} and the rows past it were dropped: pass "
+        f"a larger `njmax` (rows per world; {_PROBE})",
+        "NJMAX_NNZ": f"the constraint Jacobian's non-zeros (sized from njmax={njmax}) ran out: pass a larger "
+        f"`njmax` ({_PROBE})",
+        "BROADPHASE": f"the candidate geom pairs of all worlds exceeded {pool} and the pairs past it were "
+        f"dropped: pass a larger `nconmax` ({_PROBE})",
+        "NARROWPHASE": f"the contacts of all worlds exceeded {pool} and the contacts past it were dropped: pass "
+        f"a larger `nconmax` ({_PROBE})",
+        "CCD": f"the convex-collision (CCD) contacts exceeded their buffer, sized from {pool}: pass a larger "
+        f"`nconmax` ({_PROBE})",
+    }
+    what = budget.get(name)
+    if what is None:  # not a budget of make_data: a buffer the model's own options size
+        where = f"mujoco_warp.OverflowType.{name}"
+        return f"MuJoCo Warp {name} overflow in some world ({where}): its physics is wrong{_PENETRATION}"
+    return f"MuJoCo Warp {name} overflow in some world: {what}{_PENETRATION}"
+
+
 class WorldChecks:
     """What a step leaves to check in every world: the overflow bits it raised, and whether its state is finite.
 
@@ -44,24 +76,24 @@ class WorldChecks:
 
     Args:
         overflow: ``(nworld,)`` int, the torch view of ``d.overflow``.
+        njmax: Constraint rows allocated per world (``d.njmax``), named by the NEFC message.
+        nconmax: Contacts allocated per world (``d.naconmax // nworld``), named by the contact messages.
 
     Attributes:
         seen: ``(nworld,)`` int, the overflow bits ORed since the last check.
         state_finite: ``(nworld,)`` bool, whether qpos and qvel were finite after the last recorded step.
+        messages: Check name -> its message (:func:`overflow_message`).
     """
 
-    def __init__(self, overflow: torch.Tensor) -> None:
+    def __init__(self, overflow: torch.Tensor, njmax: int, nconmax: int) -> None:
         n, dev = overflow.shape[0], overflow.device
         self.overflow = overflow
         self.seen = torch.zeros(n, dtype=overflow.dtype, device=dev)
         self.state_finite = torch.ones(n, dtype=torch.bool, device=dev)
         self._bits = torch.tensor(list(OVERFLOW_CHECKS.values()), dtype=overflow.dtype, device=dev)
         self._names = tuple(f"mjwarp_overflow[{n}]" for n in OVERFLOW_CHECKS)
-        self._messages = tuple(
-            f"MuJoCo Warp {n} overflow in some world: raise nconmax/njmax for this model, unless the world's "
-            "bodies overlap (a robot that starts in penetration: check its spawn height)"
-            for n in OVERFLOW_CHECKS
-        )
+        self._messages = tuple(overflow_message(name, njmax, nconmax, n) for name in OVERFLOW_CHECKS)
+        self.messages = dict(zip(self._names, self._messages, strict=True))
 
     def record(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """After a step's physics: keep its overflow bits and whether each world's state is finite."""

@@ -268,7 +268,7 @@ class MJWarpVectorEnv(VectorEnv):
         self.elapsed = torch.zeros(num_envs, dtype=torch.long, device=dev)
         self.keys = EpisodeKeys(num_envs, dev, global_env_offset)
         self.seed, self.env_ids, self.episode = self.keys.seed, self.keys.env_ids, self.keys.episode
-        self.checks = WorldChecks(self.overflow)
+        self.checks = WorldChecks(self.overflow, int(self.d.njmax), int(self.d.naconmax) // num_envs)
         self.overflow_seen, self.state_finite = self.checks.seen, self.checks.state_finite
         self._all = torch.ones(num_envs, dtype=torch.bool, device=dev)
         self.substep_records: list[SubstepRecord] = []
