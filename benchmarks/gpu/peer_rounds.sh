@@ -6,9 +6,9 @@
 # From the repository root on a GPU machine, with warp, mujoco-warp and gymnasium importable and mjlab on
 # MJ_PYTHONPATH (it runs in its own process):
 #   OUT=/some/dir ROBOT=go1 bash benchmarks/gpu/peer_rounds.sh       # go1, go1-rough, g1, g1-rough, g1-tracking
-# Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log. The results are written at the
-# end: DEADLINE_S (570) stops the run with a message rather than being killed by a command limit with nothing
-# written. Warm (warp's kernels cached), one robot's three rounds of MODES="step graph+compile" with both variants
+# Writes $OUT/bench-<task>-cuda{.json,-rounds.md,.png} and $OUT/<robot>-rounds.log. The JSON is written after each
+# round (a stopped run keeps its whole rounds); DEADLINE_S (570) stops the run with a message before a command
+# limit would. Warm (warp's kernels cached), one robot's three rounds of MODES="step graph+compile", two variants,
 # took ~5 min on an H100; both modes take about twice that.
 # BUDGET_VARIANT="njmax=64,nconmax=16" adds a variant "budget": the mjlab-work variant (the same model and work)
 # with that contact/constraint budget, timed in the same alternated rounds. Size it with
@@ -65,6 +65,6 @@ timeout -k 10 "$DEADLINE_S" python3 -m gym_graphreset bench --no-progress --env-
 status=${PIPESTATUS[0]}
 if ((status == 124 || status == 137)); then
   echo "stopped at DEADLINE_S=$DEADLINE_S s before the rounds ended: nothing written; fewer MODES, SIZES or ROUNDS" \
-    "fit one command" | tee -a "$OUT/$ROBOT-rounds.log"
+    "SIZES or ROUNDS fit one command" | tee -a "$OUT/$ROBOT-rounds.log"
 fi
 exit "$status"

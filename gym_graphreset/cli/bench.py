@@ -6,7 +6,7 @@ import argparse
 import gc
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -269,10 +269,12 @@ def _measure(
     baselines: set[str],
     variants: dict[str, Variant],
     configs: list[PeerConfig],
+    keep: Callable[[list[Any]], None] | None = None,
 ) -> list[Any]:
     """Per round and size, every mode of every model variant, then the GPU peers; then the CPU baselines asked for.
 
-    With ``--rounds`` > 1 the sides alternate at each size and every result carries ``extra["round"]``.
+    With ``--rounds`` > 1 the sides alternate at each size and every result carries ``extra["round"]``; ``keep``
+    is given the results so far after each round, so that a run stopped midway keeps its whole rounds.
     """
     results: list[Any] = []
     sizes: list[int] = args.num_envs
@@ -295,6 +297,8 @@ def _measure(
                     results.append(peer)
                 elif peer.reason == "missing":
                     missing.add(config.name)
+        if keep is not None and args.rounds > 1 and round_ < args.rounds - 1:
+            keep(results)
     if args.async_baseline:
         from gym_graphreset.bench.runner import measure_gymnasium_async
 
@@ -341,8 +345,14 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(peer_chosen, str):
         return usage_error(peer_chosen)
     variants, configs = peer_chosen
+    stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
+
+    def keep(so_far: list[Any]) -> None:  # the JSON of the rounds done, rewritten whole at the end
+        save_json(so_far, args.out / f"{stem}.json")
+        print(f"wrote the rounds so far to {args.out / (stem + '.json')}")
+
     try:
-        results = _measure(args, device, modes, baselines, variants, configs)
+        results = _measure(args, device, modes, baselines, variants, configs, keep)
     except VariantRejected as exc:
         return usage_error(str(exc))
     # the tables and plots of one run show the last round; the rounds table sums up every round
@@ -358,7 +368,6 @@ def run(args: argparse.Namespace) -> int:
         rounds_md = rounds_table(rounds_rows([r for r in results if "round" in r.extra]))
         print(f"\nmedian (min-max) over {args.rounds} alternated rounds:\n{rounds_md}")
     _print_comparisons(args, last)
-    stem = f"{args.command}-{args.env_id.split('/')[-1]}-{device.type}"
     save_json(results, args.out / f"{stem}.json")
     if rounds_md is not None:
         (args.out / f"{stem}-rounds.md").write_text(rounds_md + "\n")

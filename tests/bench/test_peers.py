@@ -595,6 +595,44 @@ def test_plot_peer_headlines_writes_one_row_per_task(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_bench_rounds_keep_the_rounds_done_when_a_run_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped in its third round (a deadline, a lost machine) leaves the JSON of its first two rounds,
+    which the rounds summary reads."""
+    import json
+
+    calls: list[int] = []
+
+    def fake_ours(args: Any, device: Any, modes: Any, variants: Any, n: int) -> list[ModeResult]:
+        calls.append(n)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # stopped midway through the third round
+        return [ModeResult("selected", args.env_id, n, "cpu", 1, 1.0, 1000.0 * n, 0.0, None)]
+
+    def fake_peer(config: Any, n: int, *, steps: int, warmup: int) -> ModeResult:
+        return ModeResult(
+            "mjlab", "Mjlab-Task", n, "cpu", steps, 1.0, 500.0 * n, 0.0, None, {"engine": "mjlab", "physics_ms": 1.0}
+        )
+
+    import gym_graphreset.cli.bench as bench_cli
+
+    monkeypatch.setattr(bench_cli, "_measure_ours", fake_ours)
+    monkeypatch.setattr(bench_cli, "run_peer", fake_peer)
+    argv = ["bench", "--env-id", "gym_graphreset/CartPole-v1", "--num-envs", "8", "--steps", "2", "--modes"]
+    argv += ["selected", "--peer", "mjlab", "--rounds", "3", "--out", str(tmp_path), "--device", "cpu"]
+    with pytest.raises(KeyboardInterrupt):
+        main(argv)
+    kept = [ModeResult(**r) for r in json.loads((tmp_path / "bench-CartPole-v1-cpu.json").read_text())["results"]]
+    assert sorted((r.extra["round"], r.mode) for r in kept) == [
+        (0, "mjlab"),
+        (0, "selected"),
+        (1, "mjlab"),
+        (1, "selected"),
+    ]
+    assert [row.ratios for row in compare.rounds_rows(kept) if row.side == "ours"] == [(2.0, 2.0)]
+
+
 def test_rounds_refuse_results_without_a_round() -> None:
     """A result that carries no round cannot be paired: refused, naming it."""
     with pytest.raises(ValueError, match="without a round.*step graph x64"):
