@@ -64,7 +64,7 @@ timeout -k 10 "$DEADLINE_S" python3 -m gym_graphreset bench --no-progress --env-
   --out "$OUT" 2>&1 | grep -v "^Module \|^Warp \|^   " | tee "$OUT/$ROBOT-rounds.log"
 status=${PIPESTATUS[0]}
 if ((status == 124 || status == 137)); then
-  echo "stopped at DEADLINE_S=$DEADLINE_S s before the rounds ended: nothing written; fewer MODES, SIZES or ROUNDS" \
+  echo "stopped at DEADLINE_S=$DEADLINE_S s before the rounds ended: the JSON holds the rounds done; fewer MODES," \
     "SIZES or ROUNDS fit one command" | tee -a "$OUT/$ROBOT-rounds.log"
 fi
 exit "$status"
