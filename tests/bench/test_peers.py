@@ -466,7 +466,9 @@ def test_mjlab_train_validates_arguments(capsys: pytest.CaptureFixture[str]) -> 
     assert exit_info.value.code == 2 and "--budget-s must be > 0, got 0.0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["vs_mjlab.sh", "go1_vs_mjlab.sh", "go1_ab.sh", "scale_sweep.sh"])
+@pytest.mark.parametrize(
+    "name", ["vs_mjlab.sh", "go1_vs_mjlab.sh", "go1_ab.sh", "scale_sweep.sh", "peer_rounds.sh", "rounds_table.sh"]
+)
 def test_gpu_scripts_are_valid_bash(name: str) -> None:
     """The GPU scripts parse (bash -n); the comparison runs every prewarm and size under a timeout."""
     import subprocess
@@ -485,6 +487,42 @@ def test_vs_mjlab_refuses_an_unknown_robot(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOT": "h1"}
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 2 and "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got h1" in done.stderr
+
+
+@pytest.mark.parametrize(("robots", "message"), [("go1 h1", "got h1"), ("  ", "ROBOTS is empty")])
+def test_rounds_table_refuses_an_unknown_or_no_robot(tmp_path: Path, robots: str, message: str) -> None:
+    """``rounds_table.sh`` checks every robot it is given before running any of them."""
+    import subprocess
+
+    script = ROOT / "benchmarks" / "gpu" / "rounds_table.sh"
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOTS": robots}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2 and message in done.stderr
+    assert not (tmp_path / "rounds.tgz").exists()
+
+
+def test_rounds_table_packs_each_robots_output_and_passes_on_a_failure(tmp_path: Path) -> None:
+    """Each robot runs in turn into its own folder of one archive; a robot that cannot run (here: no mjlab on
+    ``MJ_PYTHONPATH``) makes the whole command's status non-zero, its message kept in the archive's log."""
+    import subprocess
+    import sys
+    import tarfile
+
+    script = ROOT / "benchmarks" / "gpu" / "rounds_table.sh"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "OUT": str(tmp_path),
+        "ROBOTS": "go1 g1-tracking",
+        "MJ_PYTHONPATH": str(tmp_path / "nothing"),
+    }
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "go1: up to 275 s" in done.stdout and "g1-tracking: up to 275 s" in done.stdout
+    with tarfile.open(tmp_path / "rounds.tgz") as archive:
+        logs = {n: archive.extractfile(n).read().decode() for n in archive.getnames() if n.endswith("run.log")}  # type: ignore[union-attr]
+    assert {Path(n).parts[0] for n in logs} == {"go1", "g1-tracking"}
+    assert all("mjlab is not importable" in text for text in logs.values())
+    assert (tmp_path / "rounds-table.md").read_text() == ""
 
 
 def test_unbounded_actions_sampled_like_the_peer() -> None:
