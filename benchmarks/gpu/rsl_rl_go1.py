@@ -126,14 +126,45 @@ def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> Non
     """Step random actions in [-1, 1], so that compilation and capture happen before the training clock starts.
 
     mjlab's env compiles its kernels and captures its physics graph when it is built, before its training
-    loop; this puts the library's env in the same state. The training then starts from a fresh reset.
+    loop; this puts the library's env in the same state. The task's step count (``common_step``) is then put
+    back to its value before these steps, so that the warm-up counts for no curriculum: the training's first
+    reset comes at the env's step 0, as mjlab's does, where the terrain curriculum leaves the levels as the
+    env's first reset set them (a reset after the warm-up's steps would judge every row's few-step episode and
+    lower nearly every level), and the command ranges' stages start at the same step as mjlab's.
     """
     env.reset(seed=seed)
+    task = env.unwrapped
+    # (the step count, its value now) on a task-layer env
+    saved = (task.common_step, task.common_step.clone()) if isinstance(task, ManagerBasedEnv) else None
     for _ in range(steps):
         shape = tuple(env.single_action_space.shape or ())
         env.step(torch.rand(env.num_envs, *shape, device=env.device) * 2.0 - 1.0)
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
+    if saved is not None:
+        counter, before = saved
+        counter.copy_(before)  # in place: the captured step graph holds the tensor
+
+
+def training_env(
+    env_id: str,
+    num_envs: int,
+    device: str,
+    preset: PresetName,
+    seed: int,
+    env_kwargs: Mapping[str, Any],
+    steps_per_env: int,
+) -> tuple[FixedShapeAutoresetVectorEnv, RslRlVecEnv]:
+    """The task under the library's wrapper, warmed up (:func:`warm_up`), and rsl_rl's env over it.
+
+    ``RslRlVecEnv`` makes the training's first reset (seeded with ``seed``), at the task's step 0. Its
+    ``extras["log"]`` carries mjlab's ``Episode_Reward/<term>`` (and ``Metrics/...``, ``Curriculum/...``) once
+    every ``steps_per_env`` steps: once per iteration. Returns the wrapped task and rsl_rl's env.
+    """
+    inner = gym.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs)
+    wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
+    warm_up(wrapped, seed)  # kernels compiled and the step graph captured before the clock starts
+    return wrapped, RslRlVecEnv(wrapped, seed=seed, episode_reward_every=steps_per_env)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -284,14 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         env_kwargs["model_xml"] = str(args.model_xml)
     if args.motion_file is not None:
         env_kwargs["motion_file"] = str(args.motion_file)
-    inner = gym.make_vec(
-        args.env_id, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
+    wrapped, env = training_env(
+        args.env_id, args.num_envs, args.device, preset, args.seed, env_kwargs, cfg["num_steps_per_env"]
     )
-    wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
-    warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
-    # the training's first reset; mjlab's Episode_Reward/<term> (and Metrics/..., Curriculum/...) in extras["log"]
-    # once per iteration
-    env = RslRlVecEnv(wrapped, seed=args.seed, episode_reward_every=cfg["num_steps_per_env"])
     terms = env.reward_terms
     assert terms is not None  # the Go1 task reports its reward terms
     log_dir = None if args.log_dir is None else str(args.log_dir)
@@ -372,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],
-            "terrain_level": _terrain_levels(inner),  # rough tasks: the levels after the iteration
+            "terrain_level": _terrain_levels(wrapped),  # rough tasks: the levels after the iteration
         }
         record["rows"].append(row)
         _write(path, record)

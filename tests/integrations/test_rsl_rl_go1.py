@@ -285,6 +285,35 @@ def test_cpu_run_on_rough_terrain_records_terrain_levels(script: ModuleType, tmp
     assert row["track_lin_vel"] is not None
 
 
+@pytest.mark.slow
+def test_training_starts_on_the_levels_of_the_envs_first_reset(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Go1 rough: the warm-up's steps count for no curriculum, so the training's first reset (RslRlVecEnv's)
+    comes at the task's step 0, as mjlab's, and the runner starts on the levels of the env's first reset (a
+    reset after the warm-up's 8 steps would judge every row's few-step episode and lower nearly every level)."""
+    from gym_graphreset.mdp.terrain_levels import terrain_state
+
+    env_id = "gym_graphreset/Go1-Velocity-Rough-v0"
+    first: dict[str, torch.Tensor] = {}
+    warm_up = script.warm_up
+
+    def after_first_reset(env: object, seed: int, steps: int = 8) -> None:
+        first["levels"] = terrain_state(env.unwrapped).levels.clone()  # type: ignore[attr-defined]
+        warm_up(env, seed, steps)
+
+    monkeypatch.setattr(script, "warm_up", after_first_reset)
+    torch.manual_seed(42)
+    wrapped, env = script.training_env(env_id, 32, "cpu", "masked_persistent", 42, {}, 24)
+    runner = script.RUNNERS["stock"](env, script.mjlab_go1_cfg(env_id=env_id), log_dir=None, device="cpu")
+    task = wrapped.unwrapped
+    assert first["levels"].float().mean() > 1  # rows above level 0: a drop would show
+    assert terrain_state(task).levels.tolist() == first["levels"].tolist()
+    assert int(task.common_step) == 0  # the training counts its steps from 0, as mjlab's
+    assert runner.env is env
+    env.close()
+
+
 def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     """Bad sizes and a missing reference are refused by flag name before anything is built."""
     for argv, flag in (
