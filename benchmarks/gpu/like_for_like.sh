@@ -2,7 +2,9 @@
 # Training like for like with mjlab 1.6, one task per call (TASK), ONE run per invocation, so that each fits one
 # GPU command (<= 600 s). Both sides train on mjlab's model file of the robot (go1.xml / g1.xml) with mjlab's PPO
 # config for the task, with the same rsl-rl-lib (5.4.2, mjlab's pin: the mjlab kit and the trainers kit carry
-# it), and log the same metrics as mjlab's env and rsl_rl's logger compute them:
+# it), and log the same metrics as mjlab's env and rsl_rl's logger compute them. This library's rsl_rl runs keep
+# the model file's sensors (--keep-sensors, as mjlab computes them) and run MuJoCo Warp's forward before the
+# observations as mjlab's step does in every task (FORWARD, below); each JSON records both:
 #
 #   TASK=go1          Mjlab-Velocity-Flat-Unitree-Go1 / Go1-Velocity-Flat-v0 (default). Headline:
 #                     Episode_Reward/track_linear_velocity (at each step with resets, the reset rows' mean of
@@ -29,7 +31,10 @@
 # <ROBOT>.xml from the staged mjlab kit), MOTION (TASK=g1-tracking: the clip both sides track), MJ_PYTHONPATH
 # (/opt/mjkit/site:/opt/ggkit/site), TRAINERS_SITE (/opt/trainers/site), SAVE (1: this library's runs keep their
 # final checkpoint under $OUT/<name>.ckpt/, for `python -m gym_graphreset play` / `export` afterwards; 0: none),
-# DEVICE (cuda; cpu runs a few envs of this library's side as a smoke test of the whole command).
+# DEVICE (cuda; cpu runs a few envs of this library's side as a smoke test of the whole command), FORWARD (full:
+# mjlab's whole forward before the observations, the same work; declared: only the passes the observations read,
+# the same values with less work; off: none, the task's default. RUN=ppo-example trains the task as registered:
+# off, the model's sensors removed).
 # Kernel compilation and graph capture happen before each training clock starts.
 #
 # The sequence of calls (one `run` each, back to back: a machine idle ~30 s is given back and a fresh one is
@@ -67,6 +72,8 @@ MODEL_XML=${MODEL_XML:-}
 MOTION=${MOTION:-}
 SAVE=${SAVE:-1}
 DEVICE=${DEVICE:-cuda}
+FORWARD_GIVEN=${FORWARD:+1}
+FORWARD=${FORWARD:-full}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 TRAINERS_SITE=${TRAINERS_SITE:-/opt/trainers/site}
 WORK=${WORK:-/tmp/${TASK}_like_for_like}
@@ -112,6 +119,19 @@ case $SAVE in
   0 | 1) ;;
   *) log "SAVE must be 0 or 1, got '$SAVE'"; exit 2 ;;
 esac
+case $FORWARD in
+  off | declared | full) ;;
+  *) log "FORWARD must be one of: off declared full (MuJoCo Warp's forward before the observations), got '$FORWARD'"
+    exit 2 ;;
+esac
+if [[ $RUN == ppo-example ]]; then
+  if [[ -n $FORWARD_GIVEN && $FORWARD != off ]]; then
+    log "RUN=ppo-example trains the task as registered (the example takes no forward before the observations): \
+leave FORWARD unset or set it to off, got FORWARD=$FORWARD"
+    exit 2
+  fi
+  FORWARD=off
+fi
 if ((BUDGET_S + 60 > DEADLINE_S)); then
   log "BUDGET_S=$BUDGET_S leaves no time for setup within DEADLINE_S=$DEADLINE_S (cold: ~150 s): lower it"
   exit 2
@@ -119,8 +139,12 @@ fi
 rsl_version() {  # rsl-rl-lib's version on a PYTHONPATH (without importing rsl_rl)
   PYTHONPATH=$1 python3 -c 'from importlib.metadata import version; print(version("rsl-rl-lib"))' 2>/dev/null || echo none
 }
-log "task $TASK ($PEER_TASK / $ENV_ID${MOTION:+, clip $MOTION}), run $RUN, seed $SEED, budget $BUDGET_S s, \
-$NUM_ENVS envs, deadline $DEADLINE_S s; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+ours_side="forward before obs $FORWARD, model sensors kept"
+[[ $RUN == ppo-example ]] && ours_side="the task as registered: no forward before obs, model sensors removed"
+[[ $RUN == mjlab ]] && ours_side="mjlab's env"
+log "task $TASK ($PEER_TASK / $ENV_ID${MOTION:+, clip $MOTION}), run $RUN ($ours_side), seed $SEED, \
+budget $BUDGET_S s, $NUM_ENVS envs, deadline $DEADLINE_S s; \
+$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 log "rsl-rl-lib: mjlab kit $(rsl_version "$MJ_PYTHONPATH"), trainers kit $(rsl_version "$TRAINERS_SITE")"
 
 if [[ $RUN != mjlab && -z $MODEL_XML ]]; then  # mjlab's <ROBOT>.xml, found without importing mjlab here
@@ -159,7 +183,7 @@ case $RUN in
     PYTHONPATH=$TRAINERS_SITE:$OURS_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/rsl_rl_go1.py \
       --env-id "$ENV_ID" --budget-s "$BUDGET_S" --num-envs "$NUM_ENVS" --seed "$SEED" --model-xml "$MODEL_XML" \
       --device "$DEVICE" --algorithm "$algorithm" --runner "$runner" --out "$OUT" --name "$NAME.json" \
-      "${motion[@]}" "${save[@]}" >"$WORK/$NAME.out" 2>&1
+      --keep-sensors --forward-before-obs "$FORWARD" "${motion[@]}" "${save[@]}" >"$WORK/$NAME.out" 2>&1
     ;;
   ppo-example)
     save=()
@@ -195,6 +219,7 @@ if run == "ppo-example":
     except Exception as exc:  # the record still counts without them
         print(f"no versions: {exc}")
     record["rsl_rl_lib"] = None  # the library's own PPO
+    record |= {"keep_sensors": False, "forward_before_obs": "off"}  # the task as registered
 elif path.is_file():
     record = json.loads(path.read_text())
 else:

@@ -291,6 +291,15 @@ def test_missing_matplotlib_skips_the_comparison_png(
         ({"RUN": "stock", "TASK": "go1_rough"}, "TASK must be one of: go1 g1 g1-tracking go1-rough, got 'go1_rough'"),
         ({"RUN": "stock", "SAVE": "yes"}, "SAVE must be 0 or 1, got 'yes'"),
         (
+            {"RUN": "stock", "FORWARD": "on"},
+            "FORWARD must be one of: off declared full (MuJoCo Warp's forward before the observations), got 'on'",
+        ),
+        (
+            {"RUN": "ppo-example", "FORWARD": "full"},
+            "RUN=ppo-example trains the task as registered (the example takes no forward before the observations): "
+            "leave FORWARD unset or set it to off, got FORWARD=full",
+        ),
+        (
             {"RUN": "ppo-example", "TASK": "g1-tracking"},
             "RUN=ppo-example trains TASK=go1 or g1 only (it logs no tracking errors or terrain levels), got "
             "TASK=g1-tracking",
@@ -543,12 +552,9 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
     with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
     field; the plot script then finds the run."""
     pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
-    from gym_graphreset.assets.robots.g1.model import build_g1_xml
-    from gym_graphreset.assets.robots.go1.model import build_go1_xml
-
     robot = "g1" if task.startswith("g1") else "go1"
-    model_xml = tmp_path / f"{robot}.xml"  # the library's own model, under mjlab's file name
-    model_xml.write_text(build_g1_xml() if robot == "g1" else build_go1_xml())
+    model_xml = tmp_path / f"{robot}.xml"  # the library's own model file (no sensors of its own), as mjlab's name
+    model_xml.write_text((ROOT / "gym_graphreset" / "assets" / "robots" / robot / f"{robot}.xml").read_text())
     (tmp_path / "trainers").mkdir()
     out = tmp_path / "out"
     env = {
@@ -570,8 +576,10 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
     log = (out / f"{name}.log").read_text()
     assert done.returncode == 0 and log.rstrip().endswith("done"), log
     assert "training: exit status 0" in log and "not like for like" not in log
+    assert "run stock (forward before obs full, model sensors kept)" in log
     record = json.loads((out / f"{name}.json").read_text())
     assert (record["run"], record["seed"], record["like_for_like_task"]) == ("stock", 42, task)
+    assert (record["forward_before_obs"], record["keep_sensors"]) == ("full", True)  # mjlab's work by default
     assert record["driver"] == "benchmarks/gpu/like_for_like.sh" and record["model_xml"] == str(model_xml)
     assert ("motion_sha256" in record) == (task == "g1-tracking")
     (row,) = record["rows"]
