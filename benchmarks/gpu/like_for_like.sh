@@ -201,7 +201,7 @@ tr '\r' '\n' <"$WORK/$NAME.out" \
   | tail -25 | tee -a "$LOG"
 
 # one record per run: the run's label and seed, and (PPO example) its JSON copied out with the versions
-python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" <<'PY' 2>&1 | tee -a "$LOG"
+PYTHONPATH=$OURS_PYTHONPATH python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
 from pathlib import Path
 
@@ -212,12 +212,9 @@ if run == "ppo-example":
     if not found:
         sys.exit(f"no JSON from the PPO example in {example}")
     record = json.loads(found[0].read_text())
-    try:
-        from gym_graphreset.bench.runner import env_versions
+    from gym_graphreset.bench.results import env_versions  # this library's: an import error is a broken checkout
 
-        record["versions"] = env_versions()
-    except Exception as exc:  # the record still counts without them
-        print(f"no versions: {exc}")
+    record["versions"] = env_versions()
     record["rsl_rl_lib"] = None  # the library's own PPO
     record |= {"keep_sensors": False, "forward_before_obs": "off"}  # the task as registered
 elif path.is_file():
@@ -233,4 +230,9 @@ print(f"{task} {run} seed {seed}: {len(record['rows'])} rows, {last.get('env_ste
       f"{headline} {last.get(headline)} at {last.get('wall_s', 0):.0f} s; "
       f"rsl-rl-lib {record.get('rsl_rl_lib')}; gpu {record.get('versions', {}).get('gpu')}; wrote {path}")
 PY
+recorded=${PIPESTATUS[0]}
+if ((recorded != 0)); then
+  log "recording the run failed (exit status $recorded, the error above): $JSON is not annotated"
+  exit "$recorded"
+fi
 log "done"

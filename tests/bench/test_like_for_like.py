@@ -544,16 +544,12 @@ def test_mjlab_train_refuses_a_missing_clip(tmp_path: Path, capsys: pytest.Captu
     assert f"--motion-file must be a clip (mjlab's npz), got {tmp_path / 'none.npz'}" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
-def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
-    """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
-    venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
-    with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
-    field; the plot script then finds the run."""
-    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+def _run_driver_on_the_cpu(tmp_path: Path, task: str, run: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``like_for_like.sh`` with ``DEVICE=cpu``, 4 envs and a 1 s budget on the library's own model file of the robot
+    (no sensors of its own) under mjlab's file name, this venv's rsl_rl on both sides of its version check; the
+    finished process and the run's log (``$OUT`` is ``tmp_path / "out"``)."""
     robot = "g1" if task.startswith("g1") else "go1"
-    model_xml = tmp_path / f"{robot}.xml"  # the library's own model file (no sensors of its own), as mjlab's name
+    model_xml = tmp_path / f"{robot}.xml"
     model_xml.write_text((ROOT / "gym_graphreset" / "assets" / "robots" / robot / f"{robot}.xml").read_text())
     (tmp_path / "trainers").mkdir()
     out = tmp_path / "out"
@@ -563,7 +559,7 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
         "OUT": str(out),
         "WORK": str(tmp_path / "work"),
         "TASK": task,
-        "RUN": "stock",
+        "RUN": run,
         "DEVICE": "cpu",
         "NUM_ENVS": "4",
         "BUDGET_S": "1",
@@ -572,8 +568,21 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
         "MODEL_XML": str(model_xml),
     }
     done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    return done, (out / f"{task}-l4l-{run}-s42.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
+def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
+    """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
+    venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
+    with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
+    field; the plot script then finds the run."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    out = tmp_path / "out"
+    done, log = _run_driver_on_the_cpu(tmp_path, task, "stock")
+    model_xml = tmp_path / f"{'g1' if task.startswith('g1') else 'go1'}.xml"
     name = f"{task}-l4l-stock-s42"
-    log = (out / f"{name}.log").read_text()
     assert done.returncode == 0 and log.rstrip().endswith("done"), log
     assert "training: exit status 0" in log and "not like for like" not in log
     assert "run stock (forward before obs full, model sensors kept)" in log
@@ -587,3 +596,42 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
     assert (out / f"{name}.ckpt" / "model_0.pt").is_file()
     script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
     assert list(script.find_runs([out], task)) == ["stock"]
+
+
+@pytest.mark.slow
+def test_driver_records_the_ppo_examples_run_with_the_versions(tmp_path: Path) -> None:
+    """``RUN=ppo-example`` on the CPU: the driver copies the example's JSON out with the bench's versions
+    (``gym_graphreset.bench.results.env_versions``) and its annotation: the task as registered (no forward before
+    the observations, the model's sensors removed), no rsl-rl-lib."""
+    done, log = _run_driver_on_the_cpu(tmp_path, "go1", "ppo-example")
+    assert done.returncode == 0 and log.rstrip().endswith("done"), log
+    assert "run ppo-example (the task as registered: no forward before obs, model sensors removed)" in log
+    record = json.loads((tmp_path / "out" / "go1-l4l-ppo-example-s42.json").read_text())
+    assert {"python", "torch", "gymnasium"} <= set(record["versions"]), record.get("versions")
+    assert (record["run"], record["seed"], record["like_for_like_task"]) == ("ppo-example", 42, "go1")
+    assert (record["rsl_rl_lib"], record["forward_before_obs"], record["keep_sensors"]) == (None, "off", False)
+
+
+@pytest.mark.slow
+def test_driver_fails_when_the_run_wrote_no_record(tmp_path: Path) -> None:
+    """A training that writes no JSON (here: a model file that does not parse) makes the driver's record step fail,
+    and the driver exits with its status, saying so, instead of ending "done"."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "go1.xml").write_text("not MJCF")
+    out = tmp_path / "out"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "OUT": str(out),
+        "WORK": str(tmp_path / "work"),
+        "RUN": "stock",
+        "DEVICE": "cpu",
+        "MJ_PYTHONPATH": "",
+        "TRAINERS_SITE": str(tmp_path / "trainers"),
+        "MODEL_XML": str(tmp_path / "go1.xml"),
+    }
+    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    log = (out / "go1-l4l-stock-s42.log").read_text()
+    assert done.returncode == 1, log
+    assert "training: exit status 1" in log and "the run wrote nothing" in log
+    assert "recording the run failed (exit status 1, the error above)" in log and not log.rstrip().endswith("done")
