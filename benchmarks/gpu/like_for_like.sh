@@ -57,8 +57,10 @@
 #      .venv/bin/python benchmarks/gpu/plot_like_for_like.py benchmarks/results/g1-tracking-like-for-like \
 #        --task g1-tracking
 # What comes back under $OUT: <TASK>-l4l-<RUN>-s<SEED>.{json,log} (the JSON rewritten after every iteration, so
-# a run cut short keeps its curve), for ppo-example its own output folder <TASK>-l4l-ppo-example-s<SEED>.d/, and
-# with SAVE=1 the final checkpoint in <TASK>-l4l-<RUN>-s<SEED>.ckpt/ (the PPO example's: in its .d/ folder).
+# a run cut short keeps its curve: the log explains exit status 124 and 137, the JSON records the status as
+# exit_status, and the plot script warns of a cut run), for ppo-example its own output folder
+# <TASK>-l4l-ppo-example-s<SEED>.d/, and with SAVE=1 the final checkpoint in <TASK>-l4l-<RUN>-s<SEED>.ckpt/ (the
+# PPO example's: in its .d/ folder).
 # benchmarks/gpu/go1_like_for_like.sh is this script with ROBOT (go1, g1) for TASK.
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
@@ -195,17 +197,26 @@ case $RUN in
     ;;
 esac
 status=$?
-log "training: exit status $status$( ((status == 124)) && echo ' (timed out: the JSON has the iterations done)')"
+case $status in
+  0) why="" ;;
+  124) why=" (timed out: still training when the $t s timeout sent TERM; the JSON holds the iterations done, \
+without 'stopped': a run cut short before its budget)" ;;
+  137) why=" (killed: still running 10 s after the $t s timeout's TERM, or by the out-of-memory killer; the JSON \
+holds the iterations done, without 'stopped': a run cut short before its budget)" ;;
+  *) why=" (failed: the output below says why)" ;;
+esac
+log "training: exit status $status$why"
 tr '\r' '\n' <"$WORK/$NAME.out" \
   | grep -v "^Module \|^Warp \|^   \|^G1 rsl_rl:\|^Go1 rsl_rl:\|^Go1-Velocity\|^G1-Velocity\|^G1-Tracking" \
   | tail -25 | tee -a "$LOG"
 
 # one record per run: the run's label and seed, and (PPO example) its JSON copied out with the versions
-PYTHONPATH=$OURS_PYTHONPATH python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" <<'PY' 2>&1 | tee -a "$LOG"
+PYTHONPATH=$OURS_PYTHONPATH python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" "$status" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
 from pathlib import Path
 
 run, seed, path, example, task = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
+status = int(sys.argv[6])  # the training's exit status: 124 timed out, 137 killed (the curve is cut short)
 headline = {"g1-tracking": "error_body_pos", "go1-rough": "terrain_levels"}.get(task, "track_lin_vel")
 if run == "ppo-example":
     found = sorted(example.glob("ppo-*.json"))
@@ -217,16 +228,20 @@ if run == "ppo-example":
     record["versions"] = env_versions()
     record["rsl_rl_lib"] = None  # the library's own PPO
     record |= {"keep_sensors": False, "forward_before_obs": "off"}  # the task as registered
+    if status == 0:  # it stops at --time-limit-s alone (its --total-timesteps is out of reach): the budget spent
+        record["stopped"] = "budget"
 elif path.is_file():
     record = json.loads(path.read_text())
 else:
     sys.exit(f"no JSON at {path}: the run wrote nothing")
-record |= {"run": run, "seed": record.get("seed", seed), "like_for_like_task": task,
+record |= {"run": run, "seed": record.get("seed", seed), "like_for_like_task": task, "exit_status": status,
            "driver": "benchmarks/gpu/like_for_like.sh"}
 path.write_text(json.dumps(record, indent=1))
 rows = [r for r in record["rows"] if r.get(headline) is not None]
 last = rows[-1] if rows else {}
-print(f"{task} {run} seed {seed}: {len(record['rows'])} rows, {last.get('env_steps', 0):,} env steps, "
+why = ([f"exit status {status}"] if status else []) + ([] if "stopped" in record else ["no 'stopped' in its JSON"])
+cut = f" (CUT SHORT: {', '.join(why)})" if why else ""
+print(f"{task} {run} seed {seed}: {len(record['rows'])} rows{cut}, {last.get('env_steps', 0):,} env steps, "
       f"{headline} {last.get(headline)} at {last.get('wall_s', 0):.0f} s; "
       f"rsl-rl-lib {record.get('rsl_rl_lib')}; gpu {record.get('versions', {}).get('gpu')}; wrote {path}")
 PY
