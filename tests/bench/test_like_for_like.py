@@ -413,10 +413,10 @@ def test_tracking_error_is_reached_from_above(tmp_path: Path) -> None:
     text = script.table(list(summary.values()), task.key, finals)
     header, _, *lines = text.splitlines()
     assert header.startswith("| run | seeds | final error_body_pos |")
-    assert header.endswith(
-        " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |"
-    )
-    assert lines[1].startswith("| stock | 1 | 0.100 | 239 |") and lines[1].endswith("| 0.200 | — | — | 1000.000 |")
+    assert header.endswith(" final error_anchor_pos | final error_body_rot | final error_joint_pos |")
+    assert lines[1].startswith("| stock | 1 | 0.100 | 239 |") and lines[1].endswith("| 0.200 | — | — |")
+    # the episode lengths are not comparable (mjlab's: the last 100 episodes', and it resamples at the clip's end)
+    assert "episode_length" not in task.also
 
 
 def _cut(record: dict[str, Any], rows: int, exit_status: int | None) -> dict[str, Any]:
@@ -534,7 +534,7 @@ def test_tracking_runs_on_other_clips_are_flagged(tmp_path: Path) -> None:
             "g1-tracking",
             "error_body_pos",
             GO1_XML.replace("go1", "g1"),
-            " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |",
+            " final error_anchor_pos | final error_body_rot | final error_joint_pos |",
         ),
         ("go1-rough", "terrain_levels", GO1_XML, " final terrain_levels_max | final track_lin_vel |"),
     ],
