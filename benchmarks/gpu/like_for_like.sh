@@ -2,7 +2,9 @@
 # Training like for like with mjlab 1.6, one task per call (TASK), ONE run per invocation, so that each fits one
 # GPU command (<= 600 s). Both sides train on mjlab's model file of the robot (go1.xml / g1.xml) with mjlab's PPO
 # config for the task, with the same rsl-rl-lib (5.4.2, mjlab's pin: the mjlab kit and the trainers kit carry
-# it), and log the same metrics as mjlab's env and rsl_rl's logger compute them:
+# it), and log the same metrics as mjlab's env and rsl_rl's logger compute them. This library's rsl_rl runs keep
+# the model file's sensors (--keep-sensors, as mjlab computes them) and run MuJoCo Warp's forward before the
+# observations as mjlab's step does in every task (FORWARD, below); each JSON records both:
 #
 #   TASK=go1          Mjlab-Velocity-Flat-Unitree-Go1 / Go1-Velocity-Flat-v0 (default). Headline:
 #                     Episode_Reward/track_linear_velocity (at each step with resets, the reset rows' mean of
@@ -29,7 +31,10 @@
 # <ROBOT>.xml from the staged mjlab kit), MOTION (TASK=g1-tracking: the clip both sides track), MJ_PYTHONPATH
 # (/opt/mjkit/site:/opt/ggkit/site), TRAINERS_SITE (/opt/trainers/site), SAVE (1: this library's runs keep their
 # final checkpoint under $OUT/<name>.ckpt/, for `python -m gym_graphreset play` / `export` afterwards; 0: none),
-# DEVICE (cuda; cpu runs a few envs of this library's side as a smoke test of the whole command).
+# DEVICE (cuda; cpu runs a few envs of this library's side as a smoke test of the whole command), FORWARD (full:
+# mjlab's whole forward before the observations, the same work; declared: only the passes the observations read,
+# the same values with less work; off: none, the task's default. RUN=ppo-example trains the task as registered:
+# off, the model's sensors removed).
 # Kernel compilation and graph capture happen before each training clock starts.
 #
 # The sequence of calls (one `run` each, back to back: a machine idle ~30 s is given back and a fresh one is
@@ -52,8 +57,10 @@
 #      .venv/bin/python benchmarks/gpu/plot_like_for_like.py benchmarks/results/g1-tracking-like-for-like \
 #        --task g1-tracking
 # What comes back under $OUT: <TASK>-l4l-<RUN>-s<SEED>.{json,log} (the JSON rewritten after every iteration, so
-# a run cut short keeps its curve), for ppo-example its own output folder <TASK>-l4l-ppo-example-s<SEED>.d/, and
-# with SAVE=1 the final checkpoint in <TASK>-l4l-<RUN>-s<SEED>.ckpt/ (the PPO example's: in its .d/ folder).
+# a run cut short keeps its curve: the log explains exit status 124 and 137, the JSON records the status as
+# exit_status, and the plot script warns of a cut run), for ppo-example its own output folder
+# <TASK>-l4l-ppo-example-s<SEED>.d/, and with SAVE=1 the final checkpoint in <TASK>-l4l-<RUN>-s<SEED>.ckpt/ (the
+# PPO example's: in its .d/ folder).
 # benchmarks/gpu/go1_like_for_like.sh is this script with ROBOT (go1, g1) for TASK.
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
@@ -67,6 +74,8 @@ MODEL_XML=${MODEL_XML:-}
 MOTION=${MOTION:-}
 SAVE=${SAVE:-1}
 DEVICE=${DEVICE:-cuda}
+FORWARD_GIVEN=${FORWARD:+1}
+FORWARD=${FORWARD:-full}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 TRAINERS_SITE=${TRAINERS_SITE:-/opt/trainers/site}
 WORK=${WORK:-/tmp/${TASK}_like_for_like}
@@ -112,6 +121,19 @@ case $SAVE in
   0 | 1) ;;
   *) log "SAVE must be 0 or 1, got '$SAVE'"; exit 2 ;;
 esac
+case $FORWARD in
+  off | declared | full) ;;
+  *) log "FORWARD must be one of: off declared full (MuJoCo Warp's forward before the observations), got '$FORWARD'"
+    exit 2 ;;
+esac
+if [[ $RUN == ppo-example ]]; then
+  if [[ -n $FORWARD_GIVEN && $FORWARD != off ]]; then
+    log "RUN=ppo-example trains the task as registered (the example takes no forward before the observations): \
+leave FORWARD unset or set it to off, got FORWARD=$FORWARD"
+    exit 2
+  fi
+  FORWARD=off
+fi
 if ((BUDGET_S + 60 > DEADLINE_S)); then
   log "BUDGET_S=$BUDGET_S leaves no time for setup within DEADLINE_S=$DEADLINE_S (cold: ~150 s): lower it"
   exit 2
@@ -119,8 +141,12 @@ fi
 rsl_version() {  # rsl-rl-lib's version on a PYTHONPATH (without importing rsl_rl)
   PYTHONPATH=$1 python3 -c 'from importlib.metadata import version; print(version("rsl-rl-lib"))' 2>/dev/null || echo none
 }
-log "task $TASK ($PEER_TASK / $ENV_ID${MOTION:+, clip $MOTION}), run $RUN, seed $SEED, budget $BUDGET_S s, \
-$NUM_ENVS envs, deadline $DEADLINE_S s; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+ours_side="forward before obs $FORWARD, model sensors kept"
+[[ $RUN == ppo-example ]] && ours_side="the task as registered: no forward before obs, model sensors removed"
+[[ $RUN == mjlab ]] && ours_side="mjlab's env"
+log "task $TASK ($PEER_TASK / $ENV_ID${MOTION:+, clip $MOTION}), run $RUN ($ours_side), seed $SEED, \
+budget $BUDGET_S s, $NUM_ENVS envs, deadline $DEADLINE_S s; \
+$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 log "rsl-rl-lib: mjlab kit $(rsl_version "$MJ_PYTHONPATH"), trainers kit $(rsl_version "$TRAINERS_SITE")"
 
 if [[ $RUN != mjlab && -z $MODEL_XML ]]; then  # mjlab's <ROBOT>.xml, found without importing mjlab here
@@ -159,7 +185,7 @@ case $RUN in
     PYTHONPATH=$TRAINERS_SITE:$OURS_PYTHONPATH timeout -k 10 "$t" python3 benchmarks/gpu/rsl_rl_go1.py \
       --env-id "$ENV_ID" --budget-s "$BUDGET_S" --num-envs "$NUM_ENVS" --seed "$SEED" --model-xml "$MODEL_XML" \
       --device "$DEVICE" --algorithm "$algorithm" --runner "$runner" --out "$OUT" --name "$NAME.json" \
-      "${motion[@]}" "${save[@]}" >"$WORK/$NAME.out" 2>&1
+      --keep-sensors --forward-before-obs "$FORWARD" "${motion[@]}" "${save[@]}" >"$WORK/$NAME.out" 2>&1
     ;;
   ppo-example)
     save=()
@@ -171,41 +197,57 @@ case $RUN in
     ;;
 esac
 status=$?
-log "training: exit status $status$( ((status == 124)) && echo ' (timed out: the JSON has the iterations done)')"
+case $status in
+  0) why="" ;;
+  124) why=" (timed out: still training when the $t s timeout sent TERM; the JSON holds the iterations done, \
+without 'stopped': a run cut short before its budget)" ;;
+  137) why=" (killed: still running 10 s after the $t s timeout's TERM, or by the out-of-memory killer; the JSON \
+holds the iterations done, without 'stopped': a run cut short before its budget)" ;;
+  *) why=" (failed: the output below says why)" ;;
+esac
+log "training: exit status $status$why"
 tr '\r' '\n' <"$WORK/$NAME.out" \
   | grep -v "^Module \|^Warp \|^   \|^G1 rsl_rl:\|^Go1 rsl_rl:\|^Go1-Velocity\|^G1-Velocity\|^G1-Tracking" \
   | tail -25 | tee -a "$LOG"
 
 # one record per run: the run's label and seed, and (PPO example) its JSON copied out with the versions
-python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" <<'PY' 2>&1 | tee -a "$LOG"
+PYTHONPATH=$OURS_PYTHONPATH python3 - "$RUN" "$SEED" "$JSON" "$OUT/$NAME.d" "$TASK" "$status" <<'PY' 2>&1 | tee -a "$LOG"
 import json, sys
 from pathlib import Path
 
 run, seed, path, example, task = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
+status = int(sys.argv[6])  # the training's exit status: 124 timed out, 137 killed (the curve is cut short)
 headline = {"g1-tracking": "error_body_pos", "go1-rough": "terrain_levels"}.get(task, "track_lin_vel")
 if run == "ppo-example":
     found = sorted(example.glob("ppo-*.json"))
     if not found:
         sys.exit(f"no JSON from the PPO example in {example}")
     record = json.loads(found[0].read_text())
-    try:
-        from gym_graphreset.bench.runner import env_versions
+    from gym_graphreset.bench.results import env_versions  # this library's: an import error is a broken checkout
 
-        record["versions"] = env_versions()
-    except Exception as exc:  # the record still counts without them
-        print(f"no versions: {exc}")
+    record["versions"] = env_versions()
     record["rsl_rl_lib"] = None  # the library's own PPO
+    record |= {"keep_sensors": False, "forward_before_obs": "off"}  # the task as registered
+    if status == 0:  # it stops at --time-limit-s alone (its --total-timesteps is out of reach): the budget spent
+        record["stopped"] = "budget"
 elif path.is_file():
     record = json.loads(path.read_text())
 else:
     sys.exit(f"no JSON at {path}: the run wrote nothing")
-record |= {"run": run, "seed": record.get("seed", seed), "like_for_like_task": task,
+record |= {"run": run, "seed": record.get("seed", seed), "like_for_like_task": task, "exit_status": status,
            "driver": "benchmarks/gpu/like_for_like.sh"}
 path.write_text(json.dumps(record, indent=1))
 rows = [r for r in record["rows"] if r.get(headline) is not None]
 last = rows[-1] if rows else {}
-print(f"{task} {run} seed {seed}: {len(record['rows'])} rows, {last.get('env_steps', 0):,} env steps, "
+why = ([f"exit status {status}"] if status else []) + ([] if "stopped" in record else ["no 'stopped' in its JSON"])
+cut = f" (CUT SHORT: {', '.join(why)})" if why else ""
+print(f"{task} {run} seed {seed}: {len(record['rows'])} rows{cut}, {last.get('env_steps', 0):,} env steps, "
       f"{headline} {last.get(headline)} at {last.get('wall_s', 0):.0f} s; "
       f"rsl-rl-lib {record.get('rsl_rl_lib')}; gpu {record.get('versions', {}).get('gpu')}; wrote {path}")
 PY
+recorded=${PIPESTATUS[0]}
+if ((recorded != 0)); then
+  log "recording the run failed (exit status $recorded, the error above): $JSON is not annotated"
+  exit "$recorded"
+fi
 log "done"

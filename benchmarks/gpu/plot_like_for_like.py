@@ -10,7 +10,8 @@ headline metric, :data:`TASKS`, against wall-clock and against env steps; seeds 
 prints a Markdown table (:func:`~gym_graphreset.bench.training_plots.summarize_training_comparison`, with the
 final values of the task's other metrics), also written next to the PNG. It warns where the runs are not like
 for like: other GPUs, rsl-rl-lib versions, budgets or env counts, one of this library's runs not on mjlab's
-model file of the robot, or (tracking) runs on different clips.
+model file of the robot, (tracking) runs on different clips, or a run cut short before its budget
+(:func:`cut_short`; mjlab's cut run makes every "of mjlab's time" a fraction of a cut curve).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ TASKS = {
         "tracked bodies' position error, m\n(mjlab's Metrics/motion/error_body_pos; lower is better)",
         False,
         "G1 motion tracking, like for like with mjlab",
-        ("error_anchor_pos", "error_body_rot", "error_joint_pos", "episode_length"),
+        # no episode_length: mjlab's is rsl_rl's mean over the last 100 episodes, ours the iteration's finished
+        # episodes', and ours end at the clip's end where mjlab resamples mid-episode: not comparable
+        ("error_anchor_pos", "error_body_rot", "error_joint_pos"),
     ),
     "go1-rough": Task(
         "go1",
@@ -94,6 +97,38 @@ LABELS = {
 """Run -> legend label; ``"mjlab"`` is the reference."""
 
 
+EXIT_STATUS = {
+    124: "timed out: the driver's timeout stopped it",
+    137: "killed: still running 10 s after the timeout, or out of memory",
+}
+"""The training exit statuses the driver explains (any other is a failure)."""
+
+
+def cut_short(record: dict[str, Any]) -> str | None:
+    """Why a run's curve ends before its wall-clock budget was spent, or ``None`` for a run that spent it.
+
+    A run is cut short when the driver recorded a training exit status other than 0 (``exit_status``; 124: timed
+    out, 137: killed), when its JSON has no ``stopped`` (the trainers write it, with ``train_s``, after their
+    training loop; a run stopped earlier leaves the rows of the iterations done without it), or when its last
+    row comes before its ``budget_s``. That last check reads rows logged every iteration (those with an
+    ``iteration``: the rsl_rl script's and mjlab's); the PPO example logs every few iterations, so its last row
+    may come a few iterations before its budget, and the driver gives it ``stopped`` when it exits with 0.
+    """
+    status = record.get("exit_status")
+    if status not in (None, 0):
+        return f"its training exited with status {status} ({EXIT_STATUS.get(status, 'failed')})"
+    if "stopped" not in record:
+        return "its JSON has no `stopped`: the trainer was stopped before its training loop ended"
+    rows = record.get("rows") or []
+    budget = record.get("budget_s")
+    if rows and "iteration" in rows[-1] and budget is not None and rows[-1]["wall_s"] < budget:
+        return (
+            f"its last row is at {rows[-1]['wall_s']:.0f} s, before its budget of {budget:.0f} s "
+            f"(stopped: {record['stopped']})"
+        )
+    return None
+
+
 def find_runs(folders: Sequence[Path], task: str = "go1") -> dict[str, list[Path]]:
     """Run name -> its JSON files (sorted), from ``<task>-l4l-*.json`` anywhere under ``folders``."""
     runs: dict[str, list[Path]] = {}
@@ -109,7 +144,8 @@ def find_runs(folders: Sequence[Path], task: str = "go1") -> dict[str, list[Path
 
 
 def like_for_like_warnings(runs: dict[str, list[Path]], task: str = "go1") -> list[str]:
-    """What differs between the runs that should not: GPU, rsl-rl-lib (rsl_rl runs), budget, envs, model, clip."""
+    """What differs between the runs that should not (GPU, rsl-rl-lib of rsl_rl runs, budget, envs, model, clip),
+    and each run cut short before its budget (:func:`cut_short`)."""
     robot = TASKS[task].robot
     records: dict[str, dict[str, Any]] = {
         f"{run}/{path.name}": json.loads(path.read_text()) for run, paths in runs.items() for path in paths
@@ -132,6 +168,10 @@ def like_for_like_warnings(runs: dict[str, list[Path]], task: str = "go1") -> li
     for key, record in records.items():
         if key.split("/")[0] != "mjlab" and not str(record.get("model_xml") or "").endswith(f"{robot}.xml"):
             warnings.append(f"{key}: not on mjlab's {robot}.xml (model_xml={record.get('model_xml')})")
+    for key, record in records.items():
+        if (why := cut_short(record)) is not None:
+            reference = "; it is mjlab's run: every \"of mjlab's time\" is measured against this cut curve"
+            warnings.append(f"{key}: cut short before its budget, {why}{reference if key.startswith('mjlab/') else ''}")
     return warnings
 
 

@@ -21,7 +21,12 @@ By default the learner is stock rsl_rl, as mjlab runs it: ``PPO`` (``--algorithm
 observation), ``--runner syncfree`` :class:`~gym_graphreset.integrations.rsl_rl.SyncFreeOnPolicyRunner`.
 The env side is the library's: the task under the whole-step CUDA graph (``--preset step_graph``), through
 :class:`~gym_graphreset.integrations.rsl_rl.RslRlVecEnv`; ``--model-xml`` builds it on another Go1 MJCF
-(mjlab's ``go1.xml``; default: the library's primitive-geom model).
+(mjlab's ``go1.xml``; default: the library's primitive-geom model), ``--keep-sensors`` keeps that file's own
+sensors (mjlab computes them every substep; the task reads none of them, so by default they are removed) and
+``--forward-before-obs`` runs MuJoCo Warp's forward before the observations as mjlab's step does in every task
+(``full``: the whole forward, mjlab's work; ``declared``: only the passes the observations, commands and
+recorders read, the same values with less work; ``off``, the default: none, the task's own setting, so the
+observations and the commands' metrics read the bodies as the last physics substep left them).
 
 The JSON (``<out>/<name>``, rewritten after every iteration) has the rows of ``benchmarks/gpu/mjlab_train.py``
 (:func:`gym_graphreset.bench.plotting.load_training_curve`): ``wall_s`` since the training loop started (as for
@@ -38,11 +43,11 @@ those episodes), ``episode_reward``: every term's ``Episode_Reward/<term>`` (the
 (:class:`~gym_graphreset.integrations.common.ResetMetricLog`), some also as fields of their own
 (:data:`MJLAB_FIELDS`: ``error_body_pos``... on motion tracking, ``terrain_levels`` on rough terrain), and
 ``terrain_level``: the mean and highest level over the envs after the iteration. The record names the
-model (``model_xml``, its SHA-256), the clip (``motion_file``, its SHA-256; tracking), the learner, the
-``seed`` (also the config's, as mjlab's train script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use
-mjlab's pin, 5.4.2, for a like-for-like run: ``benchmarks/gpu/like_for_like.sh``). It is first written before
-the training loop. With ``--reference`` (mjlab's JSON) a PNG of both curves against wall-clock time is written
-next to it.
+model (``model_xml``, its SHA-256), the clip (``motion_file``, its SHA-256; tracking), ``keep_sensors`` and
+``forward_before_obs`` (the flags' values), the learner, the ``seed`` (also the config's, as mjlab's train
+script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use mjlab's pin, 5.4.2, for a like-for-like run:
+``benchmarks/gpu/like_for_like.sh``). It is first written before the training loop. With ``--reference``
+(mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
 
 Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
 config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
@@ -105,6 +110,12 @@ MJLAB_FIELDS = {
 
 RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
 """``--runner`` -> the runner class."""
+FORWARD: dict[str, dict[str, Any]] = {
+    "off": {},
+    "declared": {"forward_before_obs": True, "forward_passes": "declared"},
+    "full": {"forward_before_obs": True, "forward_passes": "full"},
+}
+"""``--forward-before-obs`` -> the env keywords it sets (``full``: mjlab's work)."""
 
 
 def mjlab_go1_cfg(algorithm: str = "ppo", check_for_nan: bool = True, env_id: str = ENV_ID) -> dict[str, Any]:
@@ -126,14 +137,46 @@ def warm_up(env: FixedShapeAutoresetVectorEnv, seed: int, steps: int = 8) -> Non
     """Step random actions in [-1, 1], so that compilation and capture happen before the training clock starts.
 
     mjlab's env compiles its kernels and captures its physics graph when it is built, before its training
-    loop; this puts the library's env in the same state. The training then starts from a fresh reset.
+    loop; this puts the library's env in the same state. The task's step count (``common_step``) is then put
+    back to its value before these steps, so that the warm-up counts for no curriculum: the training's first
+    reset comes at the env's step 0, as mjlab's does, where the terrain curriculum leaves the levels as the
+    env's first reset set them (a reset after the warm-up's steps would judge every row's few-step episode and
+    lower nearly every level), and the command ranges' stages start at the same step as mjlab's.
     """
     env.reset(seed=seed)
+    task = env.unwrapped
+    # (the step count, its value now) on a task-layer env
+    saved = (task.common_step, task.common_step.clone()) if isinstance(task, ManagerBasedEnv) else None
     for _ in range(steps):
         shape = tuple(env.single_action_space.shape or ())
         env.step(torch.rand(env.num_envs, *shape, device=env.device) * 2.0 - 1.0)
     if env.device.type == "cuda":
         torch.cuda.synchronize(env.device)
+    if saved is not None:
+        counter, before = saved
+        counter.copy_(before)  # in place: the captured step graph holds the tensor
+
+
+def training_env(
+    env_id: str,
+    num_envs: int,
+    device: str,
+    preset: PresetName,
+    seed: int,
+    kwargs: Mapping[str, Any],
+    steps_per_env: int,
+) -> tuple[FixedShapeAutoresetVectorEnv, RslRlVecEnv]:
+    """The task (``make_vec`` with ``kwargs``) under the library's wrapper, warmed up (:func:`warm_up`), and rsl_rl's
+    env over it.
+
+    ``RslRlVecEnv`` makes the training's first reset (seeded with ``seed``), at the task's step 0. Its
+    ``extras["log"]`` carries mjlab's ``Episode_Reward/<term>`` (and ``Metrics/...``, ``Curriculum/...``) once
+    every ``steps_per_env`` steps: once per iteration. Returns the wrapped task and rsl_rl's env.
+    """
+    inner = gym.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point", device=device, **kwargs)
+    wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
+    warm_up(wrapped, seed)  # kernels compiled and the step graph captured before the clock starts
+    return wrapped, RslRlVecEnv(wrapped, seed=seed, episode_reward_every=steps_per_env)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -170,6 +213,20 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         help="a Go1 MJCF with mjlab's names, e.g. mjlab's go1.xml (default: the library's primitive-geom model)",
+    )
+    p.add_argument(
+        "--keep-sensors",
+        action="store_true",
+        help="keep the model file's own sensors (mjlab's go1.xml / g1.xml have some, which mjlab computes every "
+        "substep; default: removed, the task reads none of them)",
+    )
+    p.add_argument(
+        "--forward-before-obs",
+        choices=list(FORWARD),
+        default="off",
+        help="MuJoCo Warp's forward before the observations, as mjlab's step runs it: full (the whole forward, "
+        "mjlab's work), declared (only the passes the observations read: the same values, less work) or off "
+        "(default: none, the task's own setting)",
     )
     p.add_argument("--save-dir", type=Path, default=None, help="rsl_rl checkpoints (model_<it>.pt) here")
     p.add_argument("--save-every", type=int, default=50, help="iterations between checkpoints (default: 50, mjlab's)")
@@ -213,6 +270,18 @@ def mjlab_fields(log: Mapping[str, float | None]) -> dict[str, Any]:
     fields["episode_reward"] = {t: value(x) for t, x in log.items() if t.startswith("Episode_Reward/")}
     fields["metrics"] = {t: value(x) for t, x in log.items() if t.startswith(("Metrics/", "Curriculum/"))}
     return fields
+
+
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``make_vec`` keywords of the parsed arguments (recorded in the checkpoints' ``infos``)."""
+    kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
+    if args.model_xml is not None:
+        kwargs["model_xml"] = str(args.model_xml)
+    if args.motion_file is not None:
+        kwargs["motion_file"] = str(args.motion_file)
+    if args.keep_sensors:
+        kwargs["keep_sensors"] = True
+    return kwargs | FORWARD[args.forward_before_obs]
 
 
 def _model(path: Path | None, env_id: str) -> dict[str, Any]:
@@ -279,24 +348,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg["seed"] = args.seed  # as mjlab's train script sets agent.seed (rsl_rl itself does not read it)
     recorded_cfg = copy.deepcopy(cfg)  # rsl_rl 5.4 pops keys from the config it is given
     setup_start = time.perf_counter()
-    env_kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
-    if args.model_xml is not None:
-        env_kwargs["model_xml"] = str(args.model_xml)
-    if args.motion_file is not None:
-        env_kwargs["motion_file"] = str(args.motion_file)
-    inner = gym.make_vec(
-        args.env_id, args.num_envs, vectorization_mode="vector_entry_point", device=args.device, **env_kwargs
+    kwargs = env_kwargs(args)
+    wrapped, env = training_env(
+        args.env_id, args.num_envs, args.device, preset, args.seed, kwargs, cfg["num_steps_per_env"]
     )
-    wrapped = FixedShapeAutoresetVectorEnv(inner, preset, reset_terms={"episode": EpisodeStatistics()})
-    warm_up(wrapped, args.seed)  # kernels compiled and the step graph captured before the clock starts
-    # the training's first reset; mjlab's Episode_Reward/<term> (and Metrics/..., Curriculum/...) in extras["log"]
-    # once per iteration
-    env = RslRlVecEnv(wrapped, seed=args.seed, episode_reward_every=cfg["num_steps_per_env"])
     terms = env.reward_terms
     assert terms is not None  # the Go1 task reports its reward terms
     log_dir = None if args.log_dir is None else str(args.log_dir)
     runner = runner_class(env, cfg, log_dir=log_dir, device=args.device)
-    infos = {"env_id": args.env_id, "env_kwargs": env_kwargs, "rl_cfg": recorded_cfg}
+    infos = {"env_id": args.env_id, "env_kwargs": kwargs, "rl_cfg": recorded_cfg}
     if args.resume is not None:
         runner.load(str(args.resume), map_location=args.device)
         print(f"resumed from {args.resume} (iteration {runner.current_learning_iteration})")
@@ -309,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "task": args.env_id,
         **_model(args.model_xml, args.env_id),
         **(_motion(args.motion_file) if args.env_id == TRACKING_ENV_ID else {}),
+        "keep_sensors": args.keep_sensors,
+        "forward_before_obs": args.forward_before_obs,
         "algorithm": args.algorithm,
         "runner": args.runner,
         "rsl_rl_lib": _versions().get("rsl-rl-lib"),
@@ -372,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "episode_length": summary["mean_length"] if ended else None,
             "mean_reward": summary["mean_return"] if ended else None,
             "episodes": summary["episodes"],
-            "terrain_level": _terrain_levels(inner),  # rough tasks: the levels after the iteration
+            "terrain_level": _terrain_levels(wrapped),  # rough tasks: the levels after the iteration
         }
         record["rows"].append(row)
         _write(path, record)
@@ -401,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner.logger.writer.close()
     last = record["rows"][-1]
     print(
-        f"rsl_rl {args.env_id} x{args.num_envs} ({preset}, {args.runner} runner, {args.algorithm}): {it} iterations, "
+        f"rsl_rl {args.env_id} x{args.num_envs} ({preset}, forward before obs {args.forward_before_obs}, "
+        f"{args.runner} runner, {args.algorithm}): {it} iterations, "
         f"{last['env_steps']:,} env steps in "
         f"{record['train_s']:.1f} s ({record['env_steps_per_s']:,.0f}/s, stopped: {record['stopped']}); "
         f"last {', '.join(f'{k} {last[k]}' for k in MJLAB_FIELDS if last[k] is not None) or 'mjlab metrics: none'}, "

@@ -136,7 +136,11 @@ def episode_reward_extras(log: RewardTermLog, clear: bool = True) -> dict[str, t
 class RslRlVecEnv(VecEnv):
     """An ``rsl_rl.env.VecEnv`` over a SAME_STEP torch vector env with a ``Box`` action space.
 
-    The env is reset at construction (rsl_rl asks for observations before the first step).
+    The env is reset at construction (rsl_rl asks for observations before the first step). On an env that
+    has already stepped (a warm-up, say) that reset ends every row's episode, and reset-time rules judge
+    those episodes: the terrain curriculum lowers nearly every level. Wrap the env before stepping it, or
+    write a task env's ``common_step`` back to its value before the warm-up (0 for a new env: levels do not
+    move at a reset at step 0).
 
     Args:
         env: Usually a :class:`~gym_graphreset.FixedShapeAutoresetVectorEnv` (any preset). Its observation

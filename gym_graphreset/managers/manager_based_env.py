@@ -99,7 +99,10 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
     Attributes:
         cfg: The task configuration.
         step_dt: Seconds per env step (``decimation`` x the model's timestep).
-        common_step: ``()`` int64, env steps taken since construction (curricula key on it).
+        common_step: ``()`` int64, env steps taken since construction (curricula key on it; the terrain
+            levels do not move at a reset while it is 0). Write it in place (``common_step.zero_()``: a
+            captured step holds the tensor), e.g. to give back warm-up steps that should count for no
+            curriculum, or to restore a resumed run's count.
         action, prev_action: ``(n, dim)`` this step's and the previous step's raw action.
         commands, sensors: Command and sensor objects by name.
         encoder_bias: ``(n, nj)`` per-world joint encoder bias (zero unless an event draws it).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,13 +63,18 @@ def _rows(reach_s: float, end_s: float, level: float = 1.0, dt: float = 0.9) -> 
     return rows
 
 
+def _budget(rows: list[dict[str, Any]]) -> float:
+    """The whole seconds of the last row's wall-clock: a budget the run spent (its last row at or past it)."""
+    return float(int(rows[-1]["wall_s"]))
+
+
 def _versions(gpu: str = "NVIDIA H200", rsl: str | None = "5.4.2") -> dict[str, Any]:
     versions = {"python": "3.12.3", "torch": "2.11.0+cu130", "gpu": gpu}
     return versions | ({"rsl-rl-lib": rsl} if rsl else {})
 
 
 def _mjlab(seed: int, rows: list[dict[str, Any]], motion: str | None = None, **versions: Any) -> dict[str, Any]:
-    """As ``mjlab_train.py`` writes it, then the driver's annotation."""
+    """As ``mjlab_train.py`` writes it after spending its budget, then the driver's annotation."""
     for row in rows:
         row |= {"mean_reward": 1.0, "collect_s": 0.7, "learn_s": 0.1}
     v = _versions(**versions)
@@ -78,7 +84,7 @@ def _mjlab(seed: int, rows: list[dict[str, Any]], motion: str | None = None, **v
         "model": "the task's own",
         "num_envs": 4096,
         "device": "cuda:0",
-        "budget_s": 240.0,
+        "budget_s": _budget(rows),
         "max_iterations": 10000,
         "seed": seed,
         "versions": v,
@@ -90,6 +96,7 @@ def _mjlab(seed: int, rows: list[dict[str, Any]], motion: str | None = None, **v
         "stopped": "budget",
         "train_s": rows[-1]["wall_s"],
         "run": "mjlab",
+        "exit_status": 0,
         "driver": "benchmarks/gpu/like_for_like.sh",
     } | ({"motion_file": "/x/g1_sway.npz", "motion_sha256": motion} if motion else {})
 
@@ -102,7 +109,7 @@ def _rsl_rl(
     motion: str | None = None,
     **versions: Any,
 ) -> dict[str, Any]:
-    """As ``rsl_rl_go1.py`` writes it, then the driver's annotation."""
+    """As ``rsl_rl_go1.py`` writes it after spending its budget, then the driver's annotation."""
     for row in rows:
         row |= {"track_lin_vel_episodes": row["track_lin_vel"], "track_ang_vel_episodes": None, "episodes": 10}
         row |= {"mean_reward": 1.0}
@@ -118,7 +125,7 @@ def _rsl_rl(
         "num_envs": 4096,
         "device": "cuda",
         "preset": "step_graph",
-        "budget_s": 240.0,
+        "budget_s": _budget(rows),
         "seed": seed,
         "resumed_from": None,
         "versions": v,
@@ -131,18 +138,21 @@ def _rsl_rl(
         "train_s": rows[-1]["wall_s"],
         "env_steps_per_s": 4e5,
         "run": run,
+        "exit_status": 0,
         "driver": "benchmarks/gpu/like_for_like.sh",
     } | ({"motion_file": "/x/g1_sway.npz", "motion_sha256": motion} if motion else {})
 
 
 def _ppo_example(seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """As ``examples/ppo_continuous.py`` writes it (rows without ``iteration``), then the driver's annotation."""
+    """As ``examples/ppo_continuous.py`` writes it (rows without ``iteration``), then the driver's annotation (its
+    ``stopped`` from the example's exit status 0)."""
+    budget = _budget(rows)
     rows = [{k: v for k, v in r.items() if k != "iteration"} | {"mean_return": 1.0} for r in rows]
     return {
         "trainer": "examples/ppo_continuous.py",
         "task": "gym_graphreset/Go1-Velocity-Flat-v0",
         "num_envs": 4096,
-        "budget_s": 240.0,
+        "budget_s": budget,
         "model_xml": GO1_XML,
         "metric": "mjlab's Episode_Reward/<term>",
         "args": {"seed": seed},
@@ -150,8 +160,12 @@ def _ppo_example(seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "curve": {},
         "versions": _versions(rsl=None),
         "rsl_rl_lib": None,
+        "keep_sensors": False,
+        "forward_before_obs": "off",
+        "stopped": "budget",
         "run": "ppo-example",
         "seed": seed,
+        "exit_status": 0,
         "driver": "benchmarks/gpu/like_for_like.sh",
     }
 
@@ -291,6 +305,15 @@ def test_missing_matplotlib_skips_the_comparison_png(
         ({"RUN": "stock", "TASK": "go1_rough"}, "TASK must be one of: go1 g1 g1-tracking go1-rough, got 'go1_rough'"),
         ({"RUN": "stock", "SAVE": "yes"}, "SAVE must be 0 or 1, got 'yes'"),
         (
+            {"RUN": "stock", "FORWARD": "on"},
+            "FORWARD must be one of: off declared full (MuJoCo Warp's forward before the observations), got 'on'",
+        ),
+        (
+            {"RUN": "ppo-example", "FORWARD": "full"},
+            "RUN=ppo-example trains the task as registered (the example takes no forward before the observations): "
+            "leave FORWARD unset or set it to off, got FORWARD=full",
+        ),
+        (
             {"RUN": "ppo-example", "TASK": "g1-tracking"},
             "RUN=ppo-example trains TASK=go1 or g1 only (it logs no tracking errors or terrain levels), got "
             "TASK=g1-tracking",
@@ -390,10 +413,105 @@ def test_tracking_error_is_reached_from_above(tmp_path: Path) -> None:
     text = script.table(list(summary.values()), task.key, finals)
     header, _, *lines = text.splitlines()
     assert header.startswith("| run | seeds | final error_body_pos |")
-    assert header.endswith(
-        " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |"
+    assert header.endswith(" final error_anchor_pos | final error_body_rot | final error_joint_pos |")
+    assert lines[1].startswith("| stock | 1 | 0.100 | 239 |") and lines[1].endswith("| 0.200 | — | — |")
+    # the episode lengths are not comparable (mjlab's: the last 100 episodes', and it resamples at the clip's end)
+    assert "episode_length" not in task.also
+
+
+def _cut(record: dict[str, Any], rows: int, exit_status: int | None) -> dict[str, Any]:
+    """``record`` as a run stopped after ``rows`` iterations leaves it: no ``stopped`` nor what follows it; the
+    driver's ``exit_status`` (``None``: a JSON from before the driver recorded it)."""
+    cut = {k: v for k, v in record.items() if k not in ("stopped", "train_s", "last_iteration", "env_steps_per_s")}
+    cut["rows"] = record["rows"][:rows]
+    if exit_status is None:
+        del cut["exit_status"]
+    else:
+        cut["exit_status"] = exit_status
+    return cut
+
+
+def test_runs_cut_short_before_their_budget_are_flagged(tmp_path: Path) -> None:
+    """A run stopped by the driver's timeout (124) or killed (137), a JSON without ``stopped``, or a last row before
+    the budget is named, mjlab's with what it does to "of mjlab's time"; a run that spent its budget is not, nor
+    the PPO example's, whose rows come every few iterations."""
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    _write(tmp_path, _mjlab(42, _rows(reach_s=200.0, end_s=240.0)))
+    _write(tmp_path, _rsl_rl("stock", 42, _rows(reach_s=120.0, end_s=240.0)))
+    example = _ppo_example(42, _rows(reach_s=120.0, end_s=240.0))
+    _write(tmp_path, example | {"rows": example["rows"][:-3]})  # its last iterations not logged: before the budget
+    assert script.like_for_like_warnings(script.find_runs([tmp_path])) == []
+    timed_out = _cut(_rsl_rl("stock", 43, _rows(reach_s=120.0, end_s=240.0)), 111, exit_status=124)
+    killed = _cut(_mjlab(43, _rows(reach_s=200.0, end_s=240.0)), 150, exit_status=137)
+    unannotated = _cut(_rsl_rl("fast", 42, _rows(reach_s=120.0, end_s=240.0)), 200, exit_status=None)
+    capped = _rsl_rl("finalobs", 42, _rows(reach_s=120.0, end_s=240.0))
+    capped |= {"rows": capped["rows"][:111], "stopped": "max_iterations"}
+    for record in (timed_out, killed, unannotated, capped):
+        _write(tmp_path, record)
+    assert (
+        script.cut_short(timed_out)
+        == "its training exited with status 124 (timed out: the driver's timeout stopped it)"
     )
-    assert lines[1].startswith("| stock | 1 | 0.100 | 239 |") and lines[1].endswith("| 0.200 | — | — | 1000.000 |")
+    assert script.like_for_like_warnings(script.find_runs([tmp_path])) == [
+        "mjlab/go1-l4l-mjlab-s43.json: cut short before its budget, its training exited with status 137 (killed: "
+        "still running 10 s after the timeout, or out of memory); it is mjlab's run: every \"of mjlab's time\" is "
+        "measured against this cut curve",
+        "stock/go1-l4l-stock-s43.json: cut short before its budget, its training exited with status 124 (timed out: "
+        "the driver's timeout stopped it)",
+        "finalobs/go1-l4l-finalobs-s42.json: cut short before its budget, its last row is at 100 s, before its "
+        "budget of 239 s (stopped: max_iterations)",
+        "fast/go1-l4l-fast-s42.json: cut short before its budget, its JSON has no `stopped`: the trainer was "
+        "stopped before its training loop ended",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "why"),
+    [
+        (124, r"timed out: still training when the \d+ s timeout sent TERM"),
+        (137, r"killed: still running 10 s after the \d+ s timeout's TERM, or by the out-of-memory killer"),
+    ],
+)
+def test_driver_explains_a_training_cut_short(tmp_path: Path, status: int, why: str) -> None:
+    """A training stopped by the driver's timeout (124) or killed (137), here a stand-in for ``timeout`` that leaves
+    a JSON without ``stopped`` and exits so: the log says what the status means, the JSON records it
+    (``exit_status``), the run's summary line says CUT SHORT and the plot script warns."""
+    record = tmp_path / "cut.json"
+    record.write_text(json.dumps(_cut(_rsl_rl("stock", 42, _rows(reach_s=120.0, end_s=240.0)), 50, exit_status=0)))
+    stub = tmp_path / "bin" / "timeout"
+    stub.parent.mkdir()
+    stub.write_text(
+        f"#!{sys.executable}\nimport os, shutil, sys\nargs = sys.argv\n"
+        "shutil.copy(os.environ['FAKE_RECORD'], os.path.join(args[args.index('--out') + 1], "
+        "args[args.index('--name') + 1]))\nsys.exit(int(os.environ['FAKE_STATUS']))\n"
+    )
+    stub.chmod(0o755)
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "go1.xml").write_text("<mujoco/>")
+    out = tmp_path / "out"
+    env = {
+        "PATH": f"{stub.parent}:{Path(sys.executable).parent}:/usr/bin:/bin",
+        "OUT": str(out),
+        "WORK": str(tmp_path / "work"),
+        "RUN": "stock",
+        "MJ_PYTHONPATH": "",
+        "TRAINERS_SITE": str(tmp_path / "trainers"),
+        "MODEL_XML": str(tmp_path / "go1.xml"),
+        "FAKE_RECORD": str(record),
+        "FAKE_STATUS": str(status),
+    }
+    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    log = (out / "go1-l4l-stock-s42.log").read_text()
+    assert done.returncode == 0 and log.rstrip().endswith("done"), log
+    done_so_far = "the JSON holds the iterations done, without 'stopped': a run cut short before its budget"
+    assert re.search(rf"training: exit status {status} \({why}; {done_so_far}\)", log), log
+    assert f"go1 stock seed 42: 50 rows (CUT SHORT: exit status {status}, no 'stopped' in its JSON)" in log
+    assert json.loads((out / "go1-l4l-stock-s42.json").read_text())["exit_status"] == status
+    script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
+    (warning,) = script.like_for_like_warnings(script.find_runs([out]))
+    assert warning.startswith(
+        f"stock/go1-l4l-stock-s42.json: cut short before its budget, its training exited with status {status}"
+    )
 
 
 def test_tracking_runs_on_other_clips_are_flagged(tmp_path: Path) -> None:
@@ -416,7 +534,7 @@ def test_tracking_runs_on_other_clips_are_flagged(tmp_path: Path) -> None:
             "g1-tracking",
             "error_body_pos",
             GO1_XML.replace("go1", "g1"),
-            " final error_anchor_pos | final error_body_rot | final error_joint_pos | final episode_length |",
+            " final error_anchor_pos | final error_body_rot | final error_joint_pos |",
         ),
         ("go1-rough", "terrain_levels", GO1_XML, " final terrain_levels_max | final track_lin_vel |"),
     ],
@@ -535,20 +653,13 @@ def test_mjlab_train_refuses_a_missing_clip(tmp_path: Path, capsys: pytest.Captu
     assert f"--motion-file must be a clip (mjlab's npz), got {tmp_path / 'none.npz'}" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
-def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
-    """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
-    venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
-    with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
-    field; the plot script then finds the run."""
-    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
-    from gym_graphreset.assets.robots.g1.model import build_g1_xml
-    from gym_graphreset.assets.robots.go1.model import build_go1_xml
-
+def _run_driver_on_the_cpu(tmp_path: Path, task: str, run: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``like_for_like.sh`` with ``DEVICE=cpu``, 4 envs and a 1 s budget on the library's own model file of the robot
+    (no sensors of its own) under mjlab's file name, this venv's rsl_rl on both sides of its version check; the
+    finished process and the run's log (``$OUT`` is ``tmp_path / "out"``)."""
     robot = "g1" if task.startswith("g1") else "go1"
-    model_xml = tmp_path / f"{robot}.xml"  # the library's own model, under mjlab's file name
-    model_xml.write_text(build_g1_xml() if robot == "g1" else build_go1_xml())
+    model_xml = tmp_path / f"{robot}.xml"
+    model_xml.write_text((ROOT / "gym_graphreset" / "assets" / "robots" / robot / f"{robot}.xml").read_text())
     (tmp_path / "trainers").mkdir()
     out = tmp_path / "out"
     env = {
@@ -557,7 +668,7 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
         "OUT": str(out),
         "WORK": str(tmp_path / "work"),
         "TASK": task,
-        "RUN": "stock",
+        "RUN": run,
         "DEVICE": "cpu",
         "NUM_ENVS": "4",
         "BUDGET_S": "1",
@@ -566,12 +677,27 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
         "MODEL_XML": str(model_xml),
     }
     done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    return done, (out / f"{task}-l4l-{run}-s42.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
+def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
+    """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
+    venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
+    with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
+    field; the plot script then finds the run."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    out = tmp_path / "out"
+    done, log = _run_driver_on_the_cpu(tmp_path, task, "stock")
+    model_xml = tmp_path / f"{'g1' if task.startswith('g1') else 'go1'}.xml"
     name = f"{task}-l4l-stock-s42"
-    log = (out / f"{name}.log").read_text()
     assert done.returncode == 0 and log.rstrip().endswith("done"), log
     assert "training: exit status 0" in log and "not like for like" not in log
+    assert "run stock (forward before obs full, model sensors kept)" in log
     record = json.loads((out / f"{name}.json").read_text())
     assert (record["run"], record["seed"], record["like_for_like_task"]) == ("stock", 42, task)
+    assert (record["forward_before_obs"], record["keep_sensors"]) == ("full", True)  # mjlab's work by default
     assert record["driver"] == "benchmarks/gpu/like_for_like.sh" and record["model_xml"] == str(model_xml)
     assert ("motion_sha256" in record) == (task == "g1-tracking")
     (row,) = record["rows"]
@@ -579,3 +705,44 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
     assert (out / f"{name}.ckpt" / "model_0.pt").is_file()
     script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
     assert list(script.find_runs([out], task)) == ["stock"]
+    assert record["exit_status"] == 0 and script.cut_short(record) is None  # it spent its budget
+
+
+@pytest.mark.slow
+def test_driver_records_the_ppo_examples_run_with_the_versions(tmp_path: Path) -> None:
+    """``RUN=ppo-example`` on the CPU: the driver copies the example's JSON out with the bench's versions
+    (``gym_graphreset.bench.results.env_versions``) and its annotation: the task as registered (no forward before
+    the observations, the model's sensors removed), no rsl-rl-lib."""
+    done, log = _run_driver_on_the_cpu(tmp_path, "go1", "ppo-example")
+    assert done.returncode == 0 and log.rstrip().endswith("done"), log
+    assert "run ppo-example (the task as registered: no forward before obs, model sensors removed)" in log
+    record = json.loads((tmp_path / "out" / "go1-l4l-ppo-example-s42.json").read_text())
+    assert {"python", "torch", "gymnasium"} <= set(record["versions"]), record.get("versions")
+    assert (record["run"], record["seed"], record["like_for_like_task"]) == ("ppo-example", 42, "go1")
+    assert (record["rsl_rl_lib"], record["forward_before_obs"], record["keep_sensors"]) == (None, "off", False)
+    assert (record["exit_status"], record["stopped"]) == (0, "budget")  # it exited at its time limit
+
+
+@pytest.mark.slow
+def test_driver_fails_when_the_run_wrote_no_record(tmp_path: Path) -> None:
+    """A training that writes no JSON (here: a model file that does not parse) makes the driver's record step fail,
+    and the driver exits with its status, saying so, instead of ending "done"."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    (tmp_path / "trainers").mkdir()
+    (tmp_path / "go1.xml").write_text("not MJCF")
+    out = tmp_path / "out"
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "OUT": str(out),
+        "WORK": str(tmp_path / "work"),
+        "RUN": "stock",
+        "DEVICE": "cpu",
+        "MJ_PYTHONPATH": "",
+        "TRAINERS_SITE": str(tmp_path / "trainers"),
+        "MODEL_XML": str(tmp_path / "go1.xml"),
+    }
+    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
+    log = (out / "go1-l4l-stock-s42.log").read_text()
+    assert done.returncode == 1, log
+    assert "training: exit status 1" in log and "the run wrote nothing" in log
+    assert "recording the run failed (exit status 1, the error above)" in log and not log.rstrip().endswith("done")

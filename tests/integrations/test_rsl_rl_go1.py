@@ -217,6 +217,7 @@ def test_cpu_run_writes_training_curve_rows(script: ModuleType, tmp_path: Path) 
     record = json.loads(path.read_text())
     assert record["stopped"] in ("budget", "max_iterations") and record["preset"] == "masked_persistent"
     assert (record["algorithm"], record["runner"], record["model_xml"]) == ("ppo", "stock", None)
+    assert (record["forward_before_obs"], record["keep_sensors"]) == ("off", False)  # the task's own settings
     assert record["rsl_rl_lib"] == record["versions"]["rsl-rl-lib"]
     if importlib.util.find_spec("tensorboard") is not None:  # rsl_rl's own logger, with mjlab's tags
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -245,9 +246,12 @@ def test_cpu_run_on_motion_tracking_logs_every_term(script: ModuleType, tmp_path
     every ``Episode_Reward/<term>`` (no ``track_*`` term there) and a checkpoint that plays."""
     argv = ["--env-id", "gym_graphreset/G1-Tracking-Flat-v0", "--device", "cpu", "--num-envs", "4"]
     argv += ["--budget-s", "1", "--max-iterations", "1", "--max-episode-steps", "10", "--out", str(tmp_path)]
-    argv += ["--motion-file", str(CLIP)]
+    argv += ["--motion-file", str(CLIP), "--forward-before-obs", "full", "--keep-sensors"]  # as like_for_like.sh
     assert script.main([*argv, "--name", "tracking.json", "--save-dir", str(tmp_path / "ckpt")]) == 0
     record = json.loads((tmp_path / "tracking.json").read_text())
+    assert (record["forward_before_obs"], record["keep_sensors"]) == ("full", True)
+    kwargs = torch.load(tmp_path / "ckpt" / "model_0.pt", weights_only=False)["infos"]["env_kwargs"]
+    assert kwargs["forward_before_obs"] is True and kwargs["forward_passes"] == "full" and kwargs["keep_sensors"]
     assert record["rl_cfg"]["algorithm"]["entropy_coef"] == 0.005 and record["rl_cfg"]["save_interval"] == 50
     assert record["motion_file"] == str(CLIP)
     assert record["motion_sha256"] == hashlib.sha256(CLIP.read_bytes()).hexdigest()
@@ -285,6 +289,55 @@ def test_cpu_run_on_rough_terrain_records_terrain_levels(script: ModuleType, tmp
     assert row["track_lin_vel"] is not None
 
 
+@pytest.mark.slow
+def test_training_starts_on_the_levels_of_the_envs_first_reset(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Go1 rough: the warm-up's steps count for no curriculum, so the training's first reset (RslRlVecEnv's)
+    comes at the task's step 0, as mjlab's, and the runner starts on the levels of the env's first reset (a
+    reset after the warm-up's 8 steps would judge every row's few-step episode and lower nearly every level)."""
+    from gym_graphreset.mdp.terrain_levels import terrain_state
+
+    env_id = "gym_graphreset/Go1-Velocity-Rough-v0"
+    first: dict[str, torch.Tensor] = {}
+    warm_up = script.warm_up
+
+    def after_first_reset(env: object, seed: int, steps: int = 8) -> None:
+        first["levels"] = terrain_state(env.unwrapped).levels.clone()  # type: ignore[attr-defined]
+        warm_up(env, seed, steps)
+
+    monkeypatch.setattr(script, "warm_up", after_first_reset)
+    torch.manual_seed(42)
+    wrapped, env = script.training_env(env_id, 32, "cpu", "masked_persistent", 42, {}, 24)
+    runner = script.RUNNERS["stock"](env, script.mjlab_go1_cfg(env_id=env_id), log_dir=None, device="cpu")
+    task = wrapped.unwrapped
+    assert first["levels"].float().mean() > 1  # rows above level 0: a drop would show
+    assert terrain_state(task).levels.tolist() == first["levels"].tolist()
+    assert int(task.common_step) == 0  # the training counts its steps from 0, as mjlab's
+    assert runner.env is env
+    env.close()
+
+
+def test_forward_before_obs_and_kept_sensors_reach_the_env(script: ModuleType) -> None:
+    """``--forward-before-obs`` gives the task mjlab's forward before the observations (``full``: the whole forward,
+    ``declared``: the passes read), ``--keep-sensors`` the model file's sensors; by default neither (the task's)."""
+    tracking = ["--env-id", script.TRACKING_ENV_ID]
+    assert script.env_kwargs(script._parser().parse_args(tracking)) == {}
+    full = script._parser().parse_args([*tracking, "--forward-before-obs", "full", "--keep-sensors"])
+    assert script.env_kwargs(full) == {"keep_sensors": True, "forward_before_obs": True, "forward_passes": "full"}
+    declared = script._parser().parse_args(["--forward-before-obs", "declared", "--max-episode-steps", "9"])
+    assert script.env_kwargs(declared) == {
+        "max_episode_steps": 9,
+        "forward_before_obs": True,
+        "forward_passes": "declared",
+    }
+    assert script.env_kwargs(script._parser().parse_args(["--forward-before-obs", "off"])) == {}
+    from gym_graphreset.registration import TASK_LAYER
+
+    for env_id in script.ENV_IDS:  # every task takes them as make_vec options
+        assert {"keep_sensors", "forward_before_obs", "forward_passes"} <= set(TASK_LAYER[env_id].options), env_id
+
+
 def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     """Bad sizes and a missing reference are refused by flag name before anything is built."""
     for argv, flag in (
@@ -293,6 +346,7 @@ def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFix
         (["--max-episode-steps", "0"], "--max-episode-steps"),
         (["--reference", "/nonexistent.json"], "--reference"),
         (["--motion-file", str(CLIP)], "--motion-file is for gym_graphreset/G1-Tracking-Flat-v0"),
+        (["--forward-before-obs", "on"], "argument --forward-before-obs: invalid choice: 'on' (choose from"),
         (
             ["--env-id", "gym_graphreset/G1-Tracking-Flat-v0", "--motion-file", "/nonexistent.npz"],
             "--motion-file must be a clip (mjlab's npz), got /nonexistent.npz",
