@@ -28,6 +28,8 @@ Requires ``rsl-rl-lib`` (extra ``rsl_rl``; written against 5.5, also tested with
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -133,13 +135,28 @@ def episode_reward_extras(log: RewardTermLog, clear: bool = True) -> dict[str, t
     return {f"Episode_Reward/{name}": means[i] for i, name in enumerate(log.names)}
 
 
+def _warn_if_stepped(env: VectorEnv) -> None:
+    """Warn when the task env under ``env`` has stepped: the reset at construction would judge every episode."""
+    tasks = sys.modules.get("gym_graphreset.managers.manager_based_env")  # loaded if a task-layer env was made
+    task = env.unwrapped
+    if tasks is not None and isinstance(task, tasks.ManagerBasedEnv) and (stepped := int(task.common_step)) > 0:
+        warnings.warn(
+            f"RslRlVecEnv resets {type(task).__name__}, which has stepped {stepped} times: that reset ends every "
+            "row's episode and reset-time rules judge them (the terrain curriculum lowers nearly every level). "
+            "Wrap the env before stepping it, or write its `common_step` back to 0 after a warm-up "
+            "(`env.unwrapped.common_step.zero_()`)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 class RslRlVecEnv(VecEnv):
     """An ``rsl_rl.env.VecEnv`` over a SAME_STEP torch vector env with a ``Box`` action space.
 
-    The env is reset at construction (rsl_rl asks for observations before the first step). On an env that
-    has already stepped (a warm-up, say) that reset ends every row's episode, and reset-time rules judge
-    those episodes: the terrain curriculum lowers nearly every level. Wrap the env before stepping it, or
-    write a task env's ``common_step`` back to its value before the warm-up (0 for a new env: levels do not
+    The env is reset at construction (rsl_rl asks for observations before the first step). On a task env
+    that has already stepped (a warm-up, say) that reset ends every row's episode, and reset-time rules judge
+    those episodes: the terrain curriculum lowers nearly every level. Such an env is warned about: wrap the
+    env before stepping it, or write the task env's ``common_step`` back to 0 after the warm-up (levels do not
     move at a reset at step 0).
 
     Args:
@@ -201,6 +218,7 @@ class RslRlVecEnv(VecEnv):
         self.max_episode_length = _check_horizon(max_episode_length, self.clock)
         self.cfg: dict[str, Any] = {"env": type(env).__name__, "num_envs": self.num_envs}
         self.log = EpisodeLog(self.num_envs, self.device)
+        _warn_if_stepped(env)
         obs, _ = env.reset(seed=seed)
         self._obs = self._groups(obs, "the env's observation")
         self.info: dict[str, Any] = {}

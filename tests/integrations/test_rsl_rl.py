@@ -208,6 +208,26 @@ def test_training_improves_and_saves_loads_exports(preset: str, pendulum_envs, t
     assert (tmp_path / "policy.onnx").stat().st_size > 0
 
 
+def test_a_task_env_that_has_stepped_is_warned_about() -> None:
+    """The reset at construction would end every row's episode of a task env that already stepped, and the
+    terrain curriculum would judge them: warned, naming the fix; a fresh env or one put back to step 0 is not."""
+    import warnings
+
+    inner = gym.make_vec("gym_graphreset/Go1-Velocity-Flat-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RslRlVecEnv(env, seed=0)  # fresh: no warning
+    env.step(torch.zeros(env.action_space.shape))
+    with pytest.warns(UserWarning, match=r"has stepped 1 times.*common_step.zero_\(\)"):
+        RslRlVecEnv(env, seed=0)
+    env.unwrapped.common_step.zero_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RslRlVecEnv(env, seed=0)
+    env.close()
+
+
 def test_refuses_what_it_cannot_run_by_name() -> None:
     from gym_graphreset.envs import CartPoleVectorEnv
 
