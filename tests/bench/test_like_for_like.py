@@ -486,22 +486,10 @@ def test_driver_explains_a_training_cut_short(tmp_path: Path, status: int, why: 
         "args[args.index('--name') + 1]))\nsys.exit(int(os.environ['FAKE_STATUS']))\n"
     )
     stub.chmod(0o755)
-    (tmp_path / "trainers").mkdir()
-    (tmp_path / "go1.xml").write_text("<mujoco/>")
     out = tmp_path / "out"
-    env = {
-        "PATH": f"{stub.parent}:{Path(sys.executable).parent}:/usr/bin:/bin",
-        "OUT": str(out),
-        "WORK": str(tmp_path / "work"),
-        "RUN": "stock",
-        "MJ_PYTHONPATH": "",
-        "TRAINERS_SITE": str(tmp_path / "trainers"),
-        "MODEL_XML": str(tmp_path / "go1.xml"),
-        "FAKE_RECORD": str(record),
-        "FAKE_STATUS": str(status),
-    }
-    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
-    log = (out / "go1-l4l-stock-s42.log").read_text()
+    done, log = _run_driver(
+        tmp_path, "<mujoco/>", first_on_path=stub.parent, RUN="stock", FAKE_RECORD=str(record), FAKE_STATUS=str(status)
+    )
     assert done.returncode == 0 and log.rstrip().endswith("done"), log
     done_so_far = "the JSON holds the iterations done, without 'stopped': a run cut short before its budget"
     assert re.search(rf"training: exit status {status} \({why}; {done_so_far}\)", log), log
@@ -653,31 +641,40 @@ def test_mjlab_train_refuses_a_missing_clip(tmp_path: Path, capsys: pytest.Captu
     assert f"--motion-file must be a clip (mjlab's npz), got {tmp_path / 'none.npz'}" in capsys.readouterr().err
 
 
-def _run_driver_on_the_cpu(tmp_path: Path, task: str, run: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    """``like_for_like.sh`` with ``DEVICE=cpu``, 4 envs and a 1 s budget on the library's own model file of the robot
-    (no sensors of its own) under mjlab's file name, this venv's rsl_rl on both sides of its version check; the
-    finished process and the run's log (``$OUT`` is ``tmp_path / "out"``)."""
-    robot = "g1" if task.startswith("g1") else "go1"
-    model_xml = tmp_path / f"{robot}.xml"
-    model_xml.write_text((ROOT / "gym_graphreset" / "assets" / "robots" / robot / f"{robot}.xml").read_text())
+def _run_driver(
+    tmp_path: Path, model: str, *, first_on_path: Path | None = None, **env: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``like_for_like.sh`` with ``$OUT`` at ``tmp_path / "out"``, ``model`` as the robot's model file under mjlab's
+    file name, an empty trainers site (this venv's rsl_rl on both sides of its version check), no mjlab, and
+    ``env``'s variables (``RUN`` among them); the finished process and the run's log."""
+    task = env.get("TASK", "go1")
+    model_xml = tmp_path / f"{'g1' if task.startswith('g1') else 'go1'}.xml"
+    model_xml.write_text(model)
     (tmp_path / "trainers").mkdir()
     out = tmp_path / "out"
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "HOME": os.environ.get("HOME", str(tmp_path)),  # warp's kernel cache
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"
+    run_env = {
+        "PATH": f"{first_on_path}:{path}" if first_on_path else path,
         "OUT": str(out),
         "WORK": str(tmp_path / "work"),
-        "TASK": task,
-        "RUN": run,
-        "DEVICE": "cpu",
-        "NUM_ENVS": "4",
-        "BUDGET_S": "1",
         "MJ_PYTHONPATH": "",
         "TRAINERS_SITE": str(tmp_path / "trainers"),
         "MODEL_XML": str(model_xml),
+        **env,
     }
-    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
-    return done, (out / f"{task}-l4l-{run}-s42.log").read_text()
+    done = subprocess.run(
+        ["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=run_env, capture_output=True, text=True
+    )
+    return done, (out / f"{task}-l4l-{env['RUN']}-s42.log").read_text()
+
+
+def _run_driver_on_the_cpu(tmp_path: Path, task: str, run: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """:func:`_run_driver` with ``DEVICE=cpu``, 4 envs and a 1 s budget on the library's own model file of the robot
+    (no sensors of its own)."""
+    robot = "g1" if task.startswith("g1") else "go1"
+    model = (ROOT / "gym_graphreset" / "assets" / "robots" / robot / f"{robot}.xml").read_text()
+    home = os.environ.get("HOME", str(tmp_path))  # warp's kernel cache
+    return _run_driver(tmp_path, model, HOME=home, TASK=task, RUN=run, DEVICE="cpu", NUM_ENVS="4", BUDGET_S="1")
 
 
 @pytest.mark.slow
@@ -728,21 +725,7 @@ def test_driver_fails_when_the_run_wrote_no_record(tmp_path: Path) -> None:
     """A training that writes no JSON (here: a model file that does not parse) makes the driver's record step fail,
     and the driver exits with its status, saying so, instead of ending "done"."""
     pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
-    (tmp_path / "trainers").mkdir()
-    (tmp_path / "go1.xml").write_text("not MJCF")
-    out = tmp_path / "out"
-    env = {
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "OUT": str(out),
-        "WORK": str(tmp_path / "work"),
-        "RUN": "stock",
-        "DEVICE": "cpu",
-        "MJ_PYTHONPATH": "",
-        "TRAINERS_SITE": str(tmp_path / "trainers"),
-        "MODEL_XML": str(tmp_path / "go1.xml"),
-    }
-    done = subprocess.run(["bash", str(GPU / "like_for_like.sh")], cwd=ROOT, env=env, capture_output=True, text=True)
-    log = (out / "go1-l4l-stock-s42.log").read_text()
+    done, log = _run_driver(tmp_path, "not MJCF", RUN="stock", DEVICE="cpu")
     assert done.returncode == 1, log
     assert "training: exit status 1" in log and "the run wrote nothing" in log
     assert "recording the run failed (exit status 1, the error above)" in log and not log.rstrip().endswith("done")

@@ -67,16 +67,20 @@ def test_smaller_budget_gives_bit_identical_results() -> None:
             assert torch.equal(x, y), f"{name} differs at step {step}"
 
 
-def test_budget_too_small_for_the_rows_is_reported() -> None:
-    """``njmax=4`` drops constraint rows: the poll names the check, the budget and the argument to raise."""
-    inner = _make(njmax=4)
-    env = FixedShapeAutoresetVectorEnv(inner, "masked", validation_poll_interval=1000)
+def _overflow_message(**budget: int) -> str:
+    """What the poll raises after five steps of Go1 under ``budget`` (``njmax=`` / ``nconmax=``)."""
+    env = FixedShapeAutoresetVectorEnv(_make(**budget), "masked", validation_poll_interval=1000)
     env.reset(seed=0)
     for a in _actions()[:5]:
         env.step(a)
     with pytest.raises(DeferredValidationError) as err:
         env.poll_finite_validation()
-    text = str(err.value)
+    return str(err.value)
+
+
+def test_budget_too_small_for_the_rows_is_reported() -> None:
+    """``njmax=4`` drops constraint rows: the poll names the check, the budget and the argument to raise."""
+    text = _overflow_message(njmax=4)
     assert "mjwarp_overflow[NEFC]" in text
     assert "more constraint rows than njmax=4" in text and "pass a larger `njmax`" in text
     assert "benchmarks/contact_budget.py" in text
@@ -85,13 +89,7 @@ def test_budget_too_small_for_the_rows_is_reported() -> None:
 
 def test_budget_too_small_for_the_contacts_is_reported() -> None:
     """``nconmax=1`` (8 slots for all worlds): the contact overflow names the pool and ``nconmax``."""
-    env = FixedShapeAutoresetVectorEnv(_make(nconmax=1), "masked", validation_poll_interval=1000)
-    env.reset(seed=0)
-    for a in _actions()[:5]:
-        env.step(a)
-    with pytest.raises(DeferredValidationError) as err:
-        env.poll_finite_validation()
-    text = str(err.value)
+    text = _overflow_message(nconmax=1)
     assert "mjwarp_overflow[BROADPHASE]" in text
     assert "naconmax=8 slots (nconmax=1 per world x 8 worlds, one pool)" in text
     assert "pass a larger `nconmax`" in text
