@@ -15,6 +15,8 @@
 # benchmarks/contact_budget.py (the peak x 2); its results equal mjlab-work's bit for bit unless the poll
 # reports an overflow. From the CPU probe (docs/mjwarp.md): go1 "njmax=64,nconmax=16", go1-rough "njmax=104",
 # g1 "njmax=232", g1-rough "njmax=280", g1-tracking "njmax=232" (nconmax: the shipped one holds their peaks).
+# OUTPUTS=0 leaves out the mjlab-outputs variant (a shorter run: the identical work alone, with the budget variant
+# if one is given).
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOT=${ROBOT:-go1}
@@ -26,6 +28,11 @@ MODES=${MODES:-step graph,step graph+compile}
 DEADLINE_S=${DEADLINE_S:-570}
 MJ_PYTHONPATH=${MJ_PYTHONPATH-/opt/mjkit/site:/opt/ggkit/site}
 BUDGET_VARIANT=${BUDGET_VARIANT:-}
+OUTPUTS=${OUTPUTS:-1}
+if [[ $OUTPUTS != 0 && $OUTPUTS != 1 ]]; then
+  echo "OUTPUTS must be 1 (time the mjlab-outputs variant too) or 0 (leave it out), got $OUTPUTS" >&2
+  exit 2
+fi
 if [[ -n $BUDGET_VARIANT && ! $BUDGET_VARIANT =~ ^(njmax|nconmax)=[1-9][0-9]*(,(njmax|nconmax)=[1-9][0-9]*)?$ ]]; then
   echo "BUDGET_VARIANT must be njmax=N and/or nconmax=N, comma-separated (e.g. njmax=64,nconmax=16), got $BUDGET_VARIANT" >&2
   exit 2
@@ -54,8 +61,8 @@ fi
 # work); mjlab-outputs: only the passes the observations read (the same observations, rewards and flags, bit for
 # bit on the CPU: less work)
 work="$model,forward_before_obs=true,forward_passes=full"
-variants=(--variant "mjlab-work:$work"
-  --variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared")
+variants=(--variant "mjlab-work:$work")
+if ((OUTPUTS)); then variants+=(--variant "mjlab-outputs:$model,forward_before_obs=true,forward_passes=declared"); fi
 if [[ -n $BUDGET_VARIANT ]]; then variants+=(--variant "budget:$work,$BUDGET_VARIANT"); fi
 mkdir -p "$OUT"
 timeout -k 10 "$DEADLINE_S" python3 -m gym_graphreset bench --no-progress --env-id "$ENV_ID" --num-envs "$SIZES" --modes "$MODES" \

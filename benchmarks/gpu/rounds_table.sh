@@ -6,8 +6,8 @@
 # MJ_PYTHONPATH:
 #   OUT=/some/dir ROBOTS="g1 g1-tracking" bash benchmarks/gpu/rounds_table.sh
 # Writes $OUT/rounds.tgz (each robot's bench JSON, rounds table, plots and run.log under <robot>/) and
-# $OUT/rounds-table.md (every robot's rounds table, one after the other). MODES, SIZES, ROUNDS, STEPS, WARMUP and
-# BUDGET_VARIANT pass through to peer_rounds.sh; DEADLINE_S (570) is this whole command's, shared evenly.
+# $OUT/rounds-table.md (every robot's rounds table, one after the other). MODES, SIZES, ROUNDS, STEPS, WARMUP,
+# OUTPUTS and BUDGET_VARIANT pass through to peer_rounds.sh; DEADLINE_S (570) is this whole command's, shared evenly.
 set -uo pipefail
 OUT=${OUT:?set OUT to an output folder}
 ROBOTS=${ROBOTS:-go1 g1 g1-tracking}

@@ -705,3 +705,37 @@ def test_bench_rounds_alternate_the_sides_and_write_the_summary(
     assert "| ours | gym_graphreset/CartPole-v1 | 8 | selected | 3 |" in summary
     assert "2.00 (2.00-2.00)" in summary
     assert "median (min-max) over 3 alternated rounds" in capsys.readouterr().out
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path) -> Path:
+    """A ``python3`` that prints its arguments (and a folder for the mjlab lookup): the command a GPU script runs,
+    without running it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python3"
+    fake.write_text('#!/bin/bash\nif [[ $1 == -c ]]; then echo /robots; else echo "ARGS $*"; fi\n')
+    fake.chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.parametrize(
+    ("outputs", "variants"),
+    [("1", ["mjlab-work", "mjlab-outputs"]), ("0", ["mjlab-work"]), ("2", None)],
+)
+def test_peer_rounds_times_the_outputs_variant_unless_told_not_to(
+    tmp_path: Path, fake_python: Path, outputs: str, variants: list[str] | None
+) -> None:
+    """``OUTPUTS=0`` leaves the reduced-forward variant out of the rounds (a shorter run); anything but 0 or 1 is
+    refused before any work, naming the accepted values."""
+    import re
+    import subprocess
+
+    script = ROOT / "benchmarks" / "gpu" / "peer_rounds.sh"
+    env = {"PATH": f"{fake_python}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "OUTPUTS": outputs}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    if variants is None:
+        assert done.returncode == 2 and "OUTPUTS must be 1" in done.stderr and "got 2" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    assert re.findall(r"--variant (mjlab-[a-z]+):", done.stdout) == variants
