@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,18 @@ def add_play_parser(sub: Any) -> None:
         type=Path,
         default=None,
         help="the robot's MJCF in place of the file the checkpoint recorded (trained on another machine)",
+    )
+    p.add_argument(
+        "--terrain",
+        default=None,
+        help="put every world on this sub-terrain of the task's grid (e.g. pyramid_stairs), at --terrain-level; "
+        "the terrain curriculum is off (task-layer envs on a terrain grid)",
+    )
+    p.add_argument(
+        "--terrain-level",
+        type=int,
+        default=None,
+        help="the grid's row (difficulty) every world plays on (default with --terrain: the hardest)",
     )
     p.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: auto)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="the seed of the reset (default: 0)")
@@ -144,11 +157,18 @@ def play(args: argparse.Namespace) -> int:
     env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint)
     if isinstance(env_kwargs, str):
         return usage_error(env_kwargs)
+    spot = _terrain_spot(args, env_id, env_kwargs)
+    if isinstance(spot, str):
+        return usage_error(spot)
+    if spot is not None:
+        env_kwargs = {**spot.env_kwargs, "cfg": spot.cfg}
     inner = gym.make_vec(env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs)
     if args.motion is not None:
         inner = _with_motion_recorders(inner, env_id, args, device, env_kwargs)
         if isinstance(inner, str):
             return usage_error(inner)
+    if spot is not None:
+        print(spot.place(inner))
     env = FixedShapeAutoresetVectorEnv(inner, "masked_persistent", reset_terms={"episode": EpisodeStatistics()})
     policy = policy.to(device)
     obs, _ = env.reset(seed=args.seed)
@@ -233,6 +253,80 @@ def _env_kwargs(recorded: dict[str, Any], model_xml: Path | None, checkpoint: Pa
     return kwargs
 
 
+@dataclass(frozen=True)
+class TerrainSpot:
+    """Where ``play --terrain`` / ``--terrain-level`` puts every world: one cell (or row) of the task's grid.
+
+    Attributes:
+        cfg: The task's config with the curriculum terms that read this grid taken out (the levels stay put).
+        env_kwargs: The env's other constructor arguments (the model's went into ``cfg``).
+        grid: The name of the grid's part (a ``TerrainCfg``) in ``cfg.sensors``.
+        column: The sub-terrain's column (``None``: each world keeps its own).
+        level: The row.
+        dropped: The curriculum terms taken out.
+    """
+
+    cfg: Any
+    env_kwargs: dict[str, Any]
+    grid: str
+    column: int | None
+    level: int
+    dropped: tuple[str, ...]
+
+    def place(self, env: Any) -> str:
+        """Put ``env``'s worlds on the cell (before its first reset spawns them there); what was done, in words."""
+        state = env.sensors[self.grid]
+        state.place(level=self.level, column=self.column)
+        generator = state.terrain.cfg
+        where = "its own sub-terrain" if self.column is None else list(generator.sub_terrains)[self.column]
+        row = f"level {self.level} of 0-{generator.num_rows - 1} (difficulty {generator.difficulty(self.level):.2f})"
+        off = f"; the terrain curriculum ({', '.join(self.dropped)}) is off" if self.dropped else ""
+        return f"play: every world on {where} at {row}{off}"
+
+
+def _terrain_spot(args: argparse.Namespace, env_id: str, kwargs: dict[str, Any]) -> TerrainSpot | str | None:
+    """``--terrain`` / ``--terrain-level`` checked against the task's grid before any env is built; or why not.
+
+    ``None``: neither was given.
+    """
+    if args.terrain is None and args.terrain_level is None:
+        return None
+    from gym_graphreset.managers.binding import sensors_read
+    from gym_graphreset.managers.registry import registered_task
+    from gym_graphreset.terrains.terrain_generator import TerrainCfg
+
+    entry = registered_task(env_id)
+    if entry is None:
+        return f"--terrain and --terrain-level need a task-layer env on a terrain grid; {env_id} is not one"
+    try:
+        cfg, rest = entry.split(None, kwargs)
+    except (TypeError, ValueError) as exc:
+        return str(exc)
+    grids = {name: part for name, part in cfg.sensors.items() if isinstance(part, TerrainCfg)}
+    if len(grids) != 1:
+        what = f"several terrain grids {list(grids)}" if grids else "no terrain grid (a TerrainCfg among its sensors)"
+        return f"--terrain and --terrain-level need a task on one terrain grid; {env_id} has {what}"
+    ((grid, part),) = grids.items()
+    generator = part.generator
+    names = list(generator.sub_terrains)
+    if args.terrain is not None and args.terrain not in names:
+        return f"--terrain must name one of {env_id}'s sub-terrains ({', '.join(names)}), got {args.terrain!r}"
+    top = generator.num_rows - 1
+    if args.terrain_level is not None and not 0 <= args.terrain_level <= top:
+        return f"--terrain-level must be in [0, {top}] ({env_id}'s grid has {top + 1} levels), got {args.terrain_level}"
+    level = args.terrain_level if args.terrain_level is not None else top
+    dropped = tuple(n for n, t in cfg.curriculum.items() if grid in sensors_read(t.func, t.params).values())
+    kept = {n: t for n, t in cfg.curriculum.items() if n not in dropped}
+    return TerrainSpot(
+        cfg=replace(cfg, curriculum=kept),
+        env_kwargs=rest,
+        grid=grid,
+        column=None if args.terrain is None else names.index(args.terrain),
+        level=level,
+        dropped=dropped,
+    )
+
+
 _MODEL_KWARGS = ("model_xml", "keep_sensors", "terrain", "motion_file")
 """Constructor arguments a task's config already holds (given with ``cfg=`` they are refused)."""
 
@@ -241,8 +335,6 @@ def _with_motion_recorders(
     inner: Any, env_id: str, args: argparse.Namespace, device: Any, kwargs: dict[str, Any]
 ) -> Any:
     """``inner`` rebuilt with the motion recorders of every body (a task-layer env), or why it cannot be."""
-    from dataclasses import replace
-
     from gym_graphreset import mdp
     from gym_graphreset.managers.manager_based_env import ManagerBasedEnv
     from gym_graphreset.tasks.tracking.motion_clips import robot_body_names
@@ -257,7 +349,7 @@ def _with_motion_recorders(
         recorder_frames=max(args.steps, inner.max_episode_steps) + 2,
     )
     inner.close()
-    rest = {k: v for k, v in kwargs.items() if k not in _MODEL_KWARGS}
+    rest = {k: v for k, v in kwargs.items() if k not in _MODEL_KWARGS and k != "cfg"}  # cfg: play --terrain's
     return gym.make_vec(env_id, args.num_envs, vectorization_mode="vector_entry_point", device=device, cfg=cfg, **rest)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "reads_sensors",
     "require",
     "runs_after_reset_events",
+    "sensors_read",
     "time_out_term",
 ]
 
@@ -203,12 +204,20 @@ def is_run_after_reset_events(func: Any) -> bool:
     return bool(getattr(func, _LAST, False))
 
 
+def sensors_read(func: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The sensors a term reads, as declared by :func:`reads_sensors`: ``{param: sensor name}``.
+
+    A param not given takes ``func``'s default; one that is ``None`` (an optional sensor left out) is omitted.
+    """
+    named = {p: params[p] if p in params else _default(func, p) for p in getattr(func, _SENSORS, {})}
+    return {p: key for p, key in named.items() if key is not None}
+
+
 def _check_sensors(env: ManagerBasedEnv, func: Any, params: Mapping[str, Any], what: str) -> None:
     name = getattr(func, "__name__", func)
-    for param, kind in getattr(func, _SENSORS, {}).items():
-        key = params[param] if param in params else _default(func, param)
-        if key is None:
-            continue
+    kinds = getattr(func, _SENSORS, {})
+    for param, key in sensors_read(func, params).items():
+        kind = kinds[param]
         if key not in env.sensors:
             raise ValueError(
                 f"{what}: {name!r} param `{param}`: the task has no sensor {key!r}; its sensors: {sorted(env.sensors)}"

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from gym_graphreset.terrains.checks import check_int
+
 if TYPE_CHECKING:
     from gym_graphreset.managers.forward_passes import ForwardPass
     from gym_graphreset.terrains.terrain_generator import Terrain
@@ -59,6 +61,21 @@ class TerrainState:
         redrawn = (u * self.num_rows).long().clamp(max=self.num_rows - 1)
         new = torch.where(new >= self.num_rows, redrawn, new.clamp(min=0))
         self.levels.copy_(torch.where(rows, new, self.levels))
+        cell = self.levels * self.terrain.cfg.num_cols + self.types
+        self.origins.copy_(self._flat.index_select(0, cell))
+
+    def place(self, *, level: int | None = None, column: int | None = None) -> None:
+        """Put every env on row ``level`` and/or column ``column`` (``None``: each env keeps its own).
+
+        For a look at one cell (``play --terrain``): with the task's terrain curriculum still on, the next
+        resets move the levels again. Refused, before anything changes, outside the grid.
+        """
+        check_int("TerrainState.place", "level", level, 0, self.num_rows - 1, optional=True)
+        check_int("TerrainState.place", "column", column, 0, self.terrain.cfg.num_cols - 1, optional=True)
+        if level is not None:
+            self.levels.fill_(level)
+        if column is not None:
+            self.types.fill_(column)
         cell = self.levels * self.terrain.cfg.num_cols + self.types
         self.origins.copy_(self._flat.index_select(0, cell))
 

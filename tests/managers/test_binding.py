@@ -236,3 +236,20 @@ def test_require_names_the_field_the_rule_and_the_value() -> None:
     ensure(True, "MyTerm", "unused")
     with pytest.raises(ValueError, match="^MyTerm: a group needs at least one term$"):
         ensure(False, "MyTerm", "a group needs at least one term")
+
+
+def test_sensors_read_names_the_declared_sensors_with_their_defaults() -> None:
+    """``sensors_read``: each declared sensor param's name, the function's default where a param is not given, an
+    optional sensor left ``None`` omitted; a param not declared a sensor is not listed."""
+
+    @binding.reads_sensors(scan=object, contacts=object, optional=object)
+    def term(env: Any, scan: str = "terrain_scan", contacts: str = "feet", optional: str | None = None) -> None:
+        """A term reading up to three sensors."""
+
+    assert binding.sensors_read(term, {}) == {"scan": "terrain_scan", "contacts": "feet"}
+    assert binding.sensors_read(term, {"contacts": "hands", "optional": "extra", "weight": 2.0}) == {
+        "scan": "terrain_scan",
+        "contacts": "hands",
+        "optional": "extra",
+    }
+    assert binding.sensors_read(lambda env: None, {"scan": "x"}) == {}  # nothing declared

@@ -493,3 +493,24 @@ def test_an_unknown_terrain_name_is_refused_when_the_env_is_built() -> None:
     message = r"events\['on_cell'\]: 'reset_to_terrain_origin' param `terrain_name`: the task has no sensor 'terrain'"
     with pytest.raises(ValueError, match=message):
         ManagerBasedEnv(no_terrain, 2, device="cpu")
+
+
+def test_place_puts_every_env_on_one_cell_and_refuses_outside_the_grid() -> None:
+    """``TerrainState.place``: every env on the row and/or column asked (the other kept per env), origins on that
+    cell, and the next reset spawns there; a row or column outside the grid is refused naming it, nothing moved."""
+    env = curriculum_env(4)
+    state = env.sensors["terrain"]
+    types = state.types.clone()
+    state.place(level=3)
+    assert state.levels.tolist() == [3] * 4 and torch.equal(state.types, types)
+    state.place(column=1)
+    assert state.types.tolist() == [1] * 4
+    cells = torch.as_tensor(generate_terrain(CURRICULUM_GRID).origins, dtype=torch.float32)
+    assert torch.equal(state.origins, cells[3, 1].expand(4, 3))
+    env.reset(options={"reset_mask": torch.ones(4, dtype=torch.bool)})  # the first reset: the levels stay
+    torch.testing.assert_close(env.qpos[:, 0:2], cells[3, 1, 0:2].expand(4, 2), rtol=0, atol=0)
+    before = (state.levels.clone(), state.types.clone(), state.origins.clone())
+    for bad, field in (({"level": 4}, "level"), ({"column": 2}, "column"), ({"level": -1, "column": 0}, "level")):
+        with pytest.raises(ValueError, match=rf"TerrainState.place: `{field}` must be None or an int in"):
+            state.place(**bad)
+    assert all(torch.equal(a, b) for a, b in zip(before, (state.levels, state.types, state.origins), strict=True))
