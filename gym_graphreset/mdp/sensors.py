@@ -118,9 +118,14 @@ class ContactSensor:
         contiguous = cols == list(range(cols[0], cols[0] + len(cols)))
         self._cols = slice(cols[0], cols[0] + len(cols)) if contiguous else torch.tensor(cols, device=device)
         z = lambda *s: torch.zeros(n, *s, device=device)  # noqa: E731
-        self.in_contact, self.force = z(self.k), z(self.k, 3)
-        self.air_time, self.contact_time, self.first_contact = z(self.k), z(self.k), z(self.k)
-        self.last_air_time, self.last_contact_time = z(self.k), z(self.k)
+        # the (n, k) per-body values are views of one buffer, so that a reset clears them in one kernel and the
+        # time count updates the air and contact pairs together
+        self._per_body = z(6, self.k)
+        self.in_contact, self.first_contact = self._per_body[:, 0], self._per_body[:, 5]
+        self._phase, self._last_phase = self._per_body[:, 1:3], self._per_body[:, 3:5]  # (air, contact) times
+        self.air_time, self.contact_time = self._per_body[:, 1], self._per_body[:, 2]
+        self.last_air_time, self.last_contact_time = self._per_body[:, 3], self._per_body[:, 4]
+        self.force = z(self.k, 3)
         self.history_length, self.by_substep = cfg.history_length, cfg.air_time == "substep"
         self.force_history: torch.Tensor | None = None
         if cfg.history_length > env.frame_skip:
@@ -159,19 +164,20 @@ class ContactSensor:
         self.force.copy_(data[..., 1:4])
 
     def _count(self, touching: torch.Tensor, dt: float) -> None:
-        """Advance the air and contact times by ``dt`` with ``touching`` ``(n, k)`` (mjlab's update, in place)."""
-        air, ct = self.air_time, self.contact_time
-        self.last_air_time.copy_(torch.where((air > 0) & touching, air + dt, self.last_air_time))
-        self.last_contact_time.copy_(torch.where((ct > 0) & ~touching, ct + dt, self.last_contact_time))
-        air.copy_(torch.where(touching, 0.0, air + dt))
-        ct.copy_(torch.where(touching, ct + dt, 0.0))
+        """Advance the air and contact times by ``dt`` with ``touching`` ``(n, k)`` (mjlab's update, in place).
+
+        A phase that ends (air at touch-down, contact at lift-off) is kept as the last one, counting this ``dt``;
+        the running one grows by ``dt``, the other is 0. The air and contact pairs update together.
+        """
+        ends = torch.stack((touching, ~touching), dim=1)  # (n, 2, k): where the air / the contact phase ends
+        phase = self._phase
+        grown = phase + dt
+        self._last_phase.copy_(torch.where((phase > 0) & ends, grown, self._last_phase))
+        phase.copy_(torch.where(ends, 0.0, grown))
 
     def reset(self, rows: torch.Tensor) -> None:
-        """Clear the rows of ``rows``."""
-        m1 = rows.unsqueeze(1)
-        times = (self.air_time, self.contact_time, self.last_air_time, self.last_contact_time)
-        for buf in (*times, self.in_contact, self.first_contact):
-            buf.copy_(torch.where(m1, 0.0, buf))
-        self.force.copy_(torch.where(rows.view(-1, 1, 1), 0.0, self.force))
+        """Clear the rows of ``rows`` (a masked fill of each buffer: no host read)."""
+        self._per_body.masked_fill_(rows.view(-1, 1, 1), 0.0)
+        self.force.masked_fill_(rows.view(-1, 1, 1), 0.0)
         if self.force_history is not None:
-            self.force_history.copy_(torch.where(rows.view(-1, 1, 1, 1), 0.0, self.force_history))
+            self.force_history.masked_fill_(rows.view(-1, 1, 1, 1), 0.0)
