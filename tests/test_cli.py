@@ -434,6 +434,34 @@ def test_play_a_checkpoint_whose_model_file_is_elsewhere(tmp_path: Path, capsys:
     assert "G1-Velocity-Flat-v0 x1, 2 steps of the deterministic policy" in capsys.readouterr().out
 
 
+def test_play_a_checkpoint_whose_clip_is_elsewhere(
+    ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A checkpoint of a tracking task trained on a clip that is not on this machine is refused before the env is
+    built, naming the clip and ``--motion-file``; a ``--motion-file`` that is not a file, or one for a task that
+    tracks no clip, is refused by name."""
+    from gym_graphreset.assets.robots.g1.clip import G1_CLIP
+
+    _, folder = ppo_run
+    ckpt = torch.load(folder / "ckpt" / "model_3.pt", weights_only=False)
+    clip = "/elsewhere/g1_sway.npz"
+    ckpt |= {"env_id": "gym_graphreset/G1-Tracking-Flat-v0", "env_kwargs": {"motion_file": clip}}
+    torch.save(ckpt, tmp_path / "tracking.pt")
+    play = ["play", str(tmp_path / "tracking.pt"), "--steps", "1", "--no-video", "--device", "cpu"]
+    assert main(play) == 2
+    assert f"was trained on the clip {clip!r}, which is not here: pass --motion-file (that clip on this machine)" in (
+        capsys.readouterr().err
+    )
+    assert main([*play, "--motion-file", str(tmp_path / "none.npz")]) == 2
+    assert f"--motion-file {str(tmp_path / 'none.npz')!r} is not a file" in capsys.readouterr().err
+    pendulum = ["play", str(folder / "ckpt" / "model_3.pt"), "--no-video", "--device", "cpu"]
+    assert main([*pendulum, "--motion-file", str(G1_CLIP)]) == 2
+    assert (
+        "--motion-file is for a task that tracks a clip (a `motion_file` option); gym_graphreset/InvertedPendulum-v5 "
+        "takes none" in capsys.readouterr().err
+    )
+
+
 def test_play_motion_refuses_an_env_off_the_task_layer(
     ppo_run: tuple[Any, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -49,8 +49,9 @@ script sets it) and rsl-rl-lib's version (``rsl_rl_lib``; use mjlab's pin, 5.4.2
 ``benchmarks/gpu/like_for_like.sh``). It is first written before the training loop. With ``--reference``
 (mjlab's JSON) a PNG of both curves against wall-clock time is written next to it.
 
-Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords and this
-config, so ``python -m gym_graphreset play``/``export`` can rebuild the policy): ``--save-dir`` every
+Checkpoints are rsl_rl's own (``OnPolicyRunner.save``; ``infos`` holds the env id, its keywords (without the
+package's own clip, the task's default: :func:`env_kwargs`) and this config, so ``python -m gym_graphreset
+play``/``export`` can rebuild the policy and its env): ``--save-dir`` every
 ``--save-every`` iterations and at the end; ``--resume PATH`` loads one (``OnPolicyRunner.load``) and goes
 on from its iteration. ``--log-dir`` is the runner's ``log_dir``: rsl_rl's logger writes TensorBoard
 scalars there (``Episode_Reward/<term>`` included: mjlab's tags) and, every ``save_interval`` (= ``--save-every``)
@@ -256,6 +257,14 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether ``path`` is the file ``other`` (through links and relative paths); False when either is missing."""
+    try:
+        return path.samefile(other)
+    except OSError:
+        return False
+
+
 def mjlab_fields(log: Mapping[str, float | None]) -> dict[str, Any]:
     """A row's mjlab entries from one iteration's log (``{tag: value}``, NaN or ``None`` where nothing reset).
 
@@ -273,11 +282,15 @@ def mjlab_fields(log: Mapping[str, float | None]) -> dict[str, Any]:
 
 
 def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``make_vec`` keywords of the parsed arguments (recorded in the checkpoints' ``infos``)."""
+    """The ``make_vec`` keywords of the parsed arguments (recorded in the checkpoints' ``infos``).
+
+    The package's own clip (``like_for_like.sh``'s default ``MOTION``) is left out: it is the task's default, so the
+    checkpoint plays (``play``) on any machine with the package, where the training machine's path to it may not be.
+    """
     kwargs: dict[str, Any] = {} if args.max_episode_steps is None else {"max_episode_steps": args.max_episode_steps}
     if args.model_xml is not None:
         kwargs["model_xml"] = str(args.model_xml)
-    if args.motion_file is not None:
+    if args.motion_file is not None and not _same_file(args.motion_file, G1_CLIP):
         kwargs["motion_file"] = str(args.motion_file)
     if args.keep_sensors:
         kwargs["keep_sensors"] = True

@@ -60,6 +60,13 @@ def add_play_parser(sub: Any) -> None:
         help="the robot's MJCF in place of the file the checkpoint recorded (trained on another machine)",
     )
     p.add_argument(
+        "--motion-file",
+        type=Path,
+        default=None,
+        help="a tracking task: the clip (mjlab's .npz) in place of the file the checkpoint recorded (trained on "
+        "another machine)",
+    )
+    p.add_argument(
         "--terrain",
         default=None,
         help="put every world on this sub-terrain of the task's grid (e.g. pyramid_stairs), at --terrain-level; "
@@ -154,7 +161,7 @@ def play(args: argparse.Namespace) -> int:
         return usage_error(f"the checkpoint {str(args.checkpoint)!r} records no task: pass the task (or --env-id)")
     if problem := unregistered_env(env_id):
         return usage_error(problem)
-    env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint)
+    env_kwargs = _env_kwargs(policy.source.env_kwargs, args.model_xml, args.checkpoint, args.motion_file, env_id)
     if isinstance(env_kwargs, str):
         return usage_error(env_kwargs)
     spot = _terrain_spot(args, env_id, env_kwargs)
@@ -238,18 +245,41 @@ def _check_targets(args: argparse.Namespace, env_id: str, physics: Any) -> Path 
         return str(exc)
 
 
-def _env_kwargs(recorded: dict[str, Any], model_xml: Path | None, checkpoint: Path) -> dict[str, Any] | str:
-    """The env's constructor arguments: the checkpoint's, ``model_xml`` replacing its model file; or why not."""
+def _env_kwargs(
+    recorded: dict[str, Any],
+    model_xml: Path | None,
+    checkpoint: Path,
+    motion_file: Path | None,
+    env_id: str,
+) -> dict[str, Any] | str:
+    """The env's constructor arguments: the checkpoint's, with the files given in place of its own; or why not.
+
+    ``model_xml`` replaces the recorded model file, ``motion_file`` the recorded clip (a tracking task's). A
+    recorded file that is not on this machine (a checkpoint trained elsewhere) is named, with the flag that
+    replaces it, rather than failing inside the env's constructor.
+    """
+    from gym_graphreset.managers.registry import registered_task
+
+    if motion_file is not None:
+        task = registered_task(env_id)
+        if task is None or "motion_file" not in task.options:
+            return f"--motion-file is for a task that tracks a clip (a `motion_file` option); {env_id} takes none"
     kwargs = dict(recorded)
-    if model_xml is not None:
-        if not model_xml.is_file():
-            return f"--model-xml {str(model_xml)!r} is not a file"
-        kwargs["model_xml"] = str(model_xml)
-    elif (path := kwargs.get("model_xml")) and not Path(str(path)).is_file():
-        return (
-            f"the checkpoint {str(checkpoint)!r} was trained on the model file {str(path)!r}, which is not here: "
-            "pass --model-xml (that robot's MJCF on this machine)"
-        )
+    files = [
+        ("model_xml", model_xml, "model file", "that robot's MJCF"),
+        ("motion_file", motion_file, "clip", "that clip"),
+    ]
+    for key, given, what, instead in files:
+        flag = "--" + key.replace("_", "-")
+        if given is not None:
+            if not given.is_file():
+                return f"{flag} {str(given)!r} is not a file"
+            kwargs[key] = str(given)
+        elif (path := kwargs.get(key)) and not Path(str(path)).is_file():
+            return (
+                f"the checkpoint {str(checkpoint)!r} was trained on the {what} {str(path)!r}, which is not here: "
+                f"pass {flag} ({instead} on this machine)"
+            )
     return kwargs
 
 

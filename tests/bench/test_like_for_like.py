@@ -2,8 +2,8 @@
 the schemas that ``mjlab_train.py``, ``rsl_rl_go1.py`` and the PPO example write (as the driver leaves them) are
 found, summarised against mjlab's final level and drawn on two panels, for every task (flat Go1 and G1, G1
 tracking with an error that falls, Go1 rough terrain levels); the driver (and its former name) refuses bad
-settings before touching a GPU; ``mjlab_train.py`` seeds as mjlab's train script does, gives a tracking task its
-clip, and reads each row's fields from the logged scalars."""
+settings before touching a GPU, and the checkpoints of its CPU runs play and export; ``mjlab_train.py`` seeds as
+mjlab's train script does, gives a tracking task its clip, and reads each row's fields from the logged scalars."""
 
 from __future__ import annotations
 
@@ -677,17 +677,36 @@ def _run_driver_on_the_cpu(tmp_path: Path, task: str, run: str) -> tuple[subproc
     return _run_driver(tmp_path, model, HOME=home, TASK=task, RUN=run, DEVICE="cpu", NUM_ENVS="4", BUDGET_S="1")
 
 
+HEADLINES = {"g1-tracking": "error_body_pos", "go1-rough": "terrain_levels"}
+"""The tasks the driver runs end to end on the CPU, and each one's headline field."""
+ENV_IDS = {
+    "g1-tracking": "gym_graphreset/G1-Tracking-Flat-v0",
+    "go1-rough": "gym_graphreset/Go1-Velocity-Rough-v0",
+}
+"""The driver's ``TASK`` -> this library's task id."""
+
+
+@pytest.fixture(scope="module", params=list(HEADLINES))
+def cpu_stock_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """:func:`_run_driver_on_the_cpu` with ``RUN=stock`` on each task, once for the tests that read it: its folder
+    (``out/`` and the robot's model file), task, finished process and log."""
+    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
+    task = request.param
+    folder = tmp_path_factory.mktemp(task)
+    done, log = _run_driver_on_the_cpu(folder, task, "stock")
+    model_xml = folder / f"{'g1' if task.startswith('g1') else 'go1'}.xml"
+    return SimpleNamespace(folder=folder, task=task, done=done, log=log, model_xml=model_xml)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("task", "headline"), [("g1-tracking", "error_body_pos"), ("go1-rough", "terrain_levels")])
-def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, task: str, headline: str) -> None:
+def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(cpu_stock_run: SimpleNamespace) -> None:
     """``DEVICE=cpu``, 4 envs, a 1 s budget: the driver trains one iteration through ``rsl_rl_go1.py`` (this
     venv's rsl_rl on both sides of its version check) on a model file named as mjlab's, annotates the JSON
     with the run, seed, task and driver, keeps the final checkpoint, and its rows hold the task's headline
     field; the plot script then finds the run."""
-    pytest.importorskip("rsl_rl", reason="rsl-rl-lib is the optional `rsl_rl` extra")
-    out = tmp_path / "out"
-    done, log = _run_driver_on_the_cpu(tmp_path, task, "stock")
-    model_xml = tmp_path / f"{'g1' if task.startswith('g1') else 'go1'}.xml"
+    task, done, log, model_xml = cpu_stock_run.task, cpu_stock_run.done, cpu_stock_run.log, cpu_stock_run.model_xml
+    out = cpu_stock_run.folder / "out"
+    headline = HEADLINES[task]
     name = f"{task}-l4l-stock-s42"
     assert done.returncode == 0 and log.rstrip().endswith("done"), log
     assert "training: exit status 0" in log and "not like for like" not in log
@@ -703,6 +722,76 @@ def test_driver_runs_this_librarys_side_end_to_end_on_the_cpu(tmp_path: Path, ta
     script = _load(GPU / "plot_like_for_like.py", "plot_like_for_like_under_test")
     assert list(script.find_runs([out], task)) == ["stock"]
     assert record["exit_status"] == 0 and script.cut_short(record) is None  # it spent its budget
+
+
+@pytest.mark.slow
+def test_drivers_checkpoint_plays_and_exports(
+    cpu_stock_run: SimpleNamespace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The driver's final checkpoint records the task and the env it trained (the model file, its sensors kept,
+    mjlab's whole forward before the observations; the package's clip as the task's default), so that ``play``
+    rebuilds that env (the policy's observation and action widths match) and ``export`` writes and checks both
+    formats. Where the recorded model file is not (another machine), ``play`` names it and ``--model-xml`` (and,
+    tracking, ``--motion-file``) plays on the files given."""
+    import gymnasium as gym
+    import torch
+
+    from gym_graphreset.assets.robots.g1.clip import G1_CLIP
+    from gym_graphreset.cli import main
+
+    task, model_xml = cpu_stock_run.task, cpu_stock_run.model_xml
+    assert cpu_stock_run.done.returncode == 0, cpu_stock_run.log
+    env_id = ENV_IDS[task]
+    ckpt = cpu_stock_run.folder / "out" / f"{task}-l4l-stock-s42.ckpt" / "model_0.pt"
+    infos = torch.load(ckpt, weights_only=False)["infos"]
+    trained = {"model_xml": str(model_xml), "keep_sensors": True, "forward_before_obs": True, "forward_passes": "full"}
+    assert (infos["env_id"], infos["env_kwargs"]) == (env_id, trained)
+    made: list[tuple[str, dict[str, Any]]] = []
+    make_vec = gym.make_vec
+
+    def recording_make_vec(made_id: str, num_envs: int, **kwargs: Any) -> Any:
+        made.append((made_id, kwargs))
+        return make_vec(made_id, num_envs, **kwargs)
+
+    monkeypatch.setattr(gym, "make_vec", recording_make_vec)
+    play = ["play", str(ckpt), "--num-envs", "2", "--steps", "3", "--no-video", "--device", "cpu"]
+    assert main(play) == 0
+    assert f"{env_id} x2, 3 steps of the deterministic policy: " in capsys.readouterr().out
+    ((made_id, kwargs),) = made
+    assert made_id == env_id and {k: kwargs.get(k) for k in trained} == trained and "motion_file" not in kwargs
+
+    exported = tmp_path / "exported"
+    assert main(["export", str(ckpt), "--out", str(exported)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {exported / 'policy.pt'} (checked with torch.jit" in printed
+    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxscript") is None:
+        assert "onnx is not installed" in printed and not (exported / "policy.onnx").exists()
+    else:
+        import onnx
+
+        assert f"wrote {exported / 'policy.onnx'} (checked with " in printed
+        meta = {p.key: p.value for p in onnx.load(str(exported / "policy.onnx")).metadata_props}
+        assert (meta["env_id"], meta["trainer"]) == (env_id, "rsl_rl")
+
+    elsewhere = tmp_path / "mjlab" / model_xml.name  # as on another machine: the recorded model file not there
+    elsewhere.parent.mkdir()
+    model_xml.rename(elsewhere)
+    try:
+        assert main(play) == 2
+        assert f"was trained on the model file {str(model_xml)!r}, which is not here: pass --model-xml" in (
+            capsys.readouterr().err
+        )
+        given = {"model_xml": str(elsewhere)} | ({"motion_file": str(G1_CLIP)} if task == "g1-tracking" else {})
+        made.clear()
+        assert main([*play, *(f"--{k.replace('_', '-')}={v}" for k, v in given.items())]) == 0
+        assert f"{env_id} x2, 3 steps of the deterministic policy: " in capsys.readouterr().out
+        ((_, kwargs),) = made
+        assert {k: kwargs.get(k) for k in given} == given and kwargs["keep_sensors"] is True
+    finally:
+        elsewhere.rename(model_xml)  # the module's other tests read the run folder as the driver left it
 
 
 @pytest.mark.slow

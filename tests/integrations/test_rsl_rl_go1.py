@@ -355,3 +355,16 @@ def test_cli_refuses_bad_arguments(script: ModuleType, capsys: pytest.CaptureFix
         with pytest.raises(SystemExit):
             script.main(argv)
         assert flag in capsys.readouterr().err
+
+
+def test_the_packages_clip_is_recorded_as_the_tasks_default(script: ModuleType, tmp_path: Path) -> None:
+    """The checkpoints' env keywords leave out the package's own clip (``like_for_like.sh`` passes its resolved
+    path), so a checkpoint plays on a machine where that absolute path is not; another clip is recorded by path."""
+    tracking = ["--env-id", script.TRACKING_ENV_ID, "--motion-file"]
+    link = tmp_path / "link.npz"
+    link.symlink_to(CLIP)
+    for same in (CLIP, link):
+        assert "motion_file" not in script.env_kwargs(script._parser().parse_args([*tracking, str(same)]))
+    other = tmp_path / "other.npz"
+    other.write_bytes(CLIP.read_bytes())
+    assert script.env_kwargs(script._parser().parse_args([*tracking, str(other)])) == {"motion_file": str(other)}
