@@ -39,6 +39,9 @@ __all__ = [
     "counter_normal",
     "counter_uniform",
     "hash_keys",
+    "prefixed_bits",
+    "prefixed_step_bits",
+    "row_prefix",
 ]
 
 _MASK32 = 0xFFFFFFFF
@@ -106,11 +109,31 @@ def hash_keys(
         stream: an int separating independent uses (e.g. qpos noise vs qvel noise); it keys every round
             (its low 32 bits count), independently of the seed.
     """
+    return _prefixed_hash(row_prefix(seed, env_ids, stream), episode, draws)
+
+
+def row_prefix(seed: torch.Tensor, env_ids: torch.Tensor, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's hash chain after the seed, stream and env rounds, and its round key: ``(h, row_key)``, ``(n,)``.
+
+    Every draw of (``seed``, ``stream``) for these rows starts from it, whatever the episode, step or draw:
+    :class:`EpisodeKeys` keeps it per stream (:meth:`EpisodeKeys.prefix`) so that a step does not redo it.
+    """
     h, seed_key = _chain_start(seed, stream)  # the key: a high seed word or a stream is never undone by a low word
     row_key = seed_key ^ _high_key(env_ids, _K_ENV)
-    h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
+    return _combine(h.expand(env_ids.shape), env_ids, seed_key), row_key
+
+
+def _prefixed_hash(
+    prefix: tuple[torch.Tensor, torch.Tensor], episode: torch.Tensor, draws: torch.Tensor
+) -> torch.Tensor:
+    h, row_key = prefix
     h = _combine(h, episode, row_key)
     return _combine(h.unsqueeze(-1), draws.unsqueeze(0), row_key.unsqueeze(-1))
+
+
+def prefixed_bits(prefix: tuple[torch.Tensor, torch.Tensor], episode: torch.Tensor, count: int) -> torch.Tensor:
+    """:func:`counter_bits` from a :func:`row_prefix` of its seed, rows and stream (the same words)."""
+    return _prefixed_hash(prefix, episode, torch.arange(count, device=episode.device))
 
 
 def counter_bits(
@@ -199,13 +222,37 @@ class EpisodeKeys:
         self.seed = torch.tensor(entropy & 0x7FFFFFFFFFFFFFFF, device=device)
         self.env_ids = torch.arange(num_envs, dtype=torch.long, device=device) + int(global_env_offset)
         self.episode = torch.full((num_envs,), -1, dtype=torch.long, device=device)
+        self._prefixes: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def reseed(self, seed: int | None) -> None:
-        """Set the seed (in place) and restart episode numbering; ``None`` keeps the current stream."""
+        """Set the seed, refresh every kept :meth:`prefix` and restart episode numbering, all in place.
+
+        ``None`` keeps the current stream.
+        """
         if seed is None:
             return
         self.seed.fill_(fold_seed(seed))
+        for stream, (h, row_key) in self._prefixes.items():
+            fresh_h, fresh_key = row_prefix(self.seed, self.env_ids, stream)
+            h.copy_(fresh_h)
+            row_key.copy_(fresh_key)
         self.episode.fill_(-1)
+
+    def prefix(self, stream: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows' :func:`row_prefix` of ``stream`` under the current seed, kept as persistent tensors.
+
+        Made on the first call for a stream (outside a CUDA graph capture; during one it is made fresh and not
+        kept, so no graph-pool tensor outlives the capture) and refreshed in place by :meth:`reseed`, so a graph
+        that holds it draws from the new seed. A task env makes its draw blocks' prefixes at construction.
+        """
+        kept = self._prefixes.get(stream)
+        if kept is not None:
+            return kept
+        made = row_prefix(self.seed, self.env_ids, stream)
+        if self.seed.is_cuda and torch.cuda.is_current_stream_capturing():
+            return made
+        self._prefixes[stream] = made
+        return made
 
     def advance_(self, mask: torch.Tensor) -> None:
         """Count a new episode on the rows of ``mask`` (no host read)."""
@@ -229,16 +276,21 @@ def step_bits(
     (episode, step) pairs share their hash input, and every pair with ``0 <= episode, step < 2**16`` keeps
     the words of ``counter_bits(..., episode * 65536 + step, ...)`` (recorded rollouts still hold).
     """
-    h, seed_key = _chain_start(seed, stream)
-    row_key = seed_key ^ _high_key(env_ids, _K_ENV)
-    h = _combine(h.expand(env_ids.shape), env_ids, seed_key)
+    return prefixed_step_bits(row_prefix(seed, env_ids, stream), episode, step, count)
+
+
+def prefixed_step_bits(
+    prefix: tuple[torch.Tensor, torch.Tensor], episode: torch.Tensor, step: torch.Tensor, count: int
+) -> torch.Tensor:
+    """:func:`step_bits` from a :func:`row_prefix` of its seed, rows and stream (the same words)."""
+    h, row_key = prefix
     h = _combine(h, ((episode & _LOW16) << 16) | (step & _LOW16), row_key)
     episode_high, step_high = episode >> 16, step >> 16  # arithmetic shifts: -1 stays -1 (not zero)
     wide = h
     for word in (episode_high, episode_high >> 32, step_high, step_high >> 32):
         wide = _combine(wide, word & _MASK32, row_key)
     h = torch.where((episode_high == 0) & (step_high == 0), h, wide)
-    draws = torch.arange(count, device=env_ids.device)
+    draws = torch.arange(count, device=episode.device)
     return _combine(h.unsqueeze(-1), draws.unsqueeze(0), row_key.unsqueeze(-1))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from gym_graphreset.core.rng import EpisodeKeys, bits_to_uniform, counter_bits, step_bits
+from gym_graphreset.core.rng import EpisodeKeys, bits_to_uniform, prefixed_bits, prefixed_step_bits
 
 __all__ = ["DrawBlock", "span"]
 
@@ -57,13 +57,14 @@ class DrawBlock:
     def draw(self, keys: EpisodeKeys, key: torch.Tensor, step: torch.Tensor | None = None) -> torch.Tensor:
         """Uniform ``[0, 1)`` words ``(num_envs, size)`` of every row (no host read).
 
-        Keyed by ``key`` ``(num_envs,)`` alone, or with ``step`` by (episode ``key``, ``step``) through
-        :func:`~gym_graphreset.core.rng.step_bits`.
+        Keyed by ``key`` ``(num_envs,)`` alone (:func:`~gym_graphreset.core.rng.counter_bits`' words), or with
+        ``step`` by (episode ``key``, ``step``) (:func:`~gym_graphreset.core.rng.step_bits`' words).
         """
+        prefix = keys.prefix(self.stream)  # the seed, stream and env rounds, kept by ``keys``
         if step is None:
-            bits = counter_bits(keys.seed, keys.env_ids, key, self.size, stream=self.stream)
+            bits = prefixed_bits(prefix, key, self.size)
         else:
-            bits = step_bits(keys.seed, keys.env_ids, key, step, self.size, stream=self.stream)
+            bits = prefixed_step_bits(prefix, key, step, self.size)
         return bits_to_uniform(bits)
 
     def layout(self) -> dict[str, tuple[int, int]]:

@@ -206,6 +206,7 @@ class ManagerBasedEnv(ModelAccess, MJWarpVectorEnv):
         self.observation_manager = ObservationManager(self, self.step_block)  # probes each term's width
         for block in (self.reset_block, self.step_block, self.startup_block):
             block.freeze()
+            self.keys.prefix(block.stream)  # kept from now on: made before any capture
         self._reset_u = torch.zeros(self.num_envs, self.reset_block.size, device=self.device)  # the frozen width
         self.observation_layout = self.observation_manager.layout
         self.last_obs: dict[str, Any] = {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from gym_graphreset.core.rng import counter_uniform
+from gym_graphreset.core.rng import bits_to_uniform, prefixed_bits
 from gym_graphreset.managers.binding import reads_sensors, runs_after_reset_events
 from gym_graphreset.terrains.terrain_state import TerrainState
 
@@ -74,7 +74,7 @@ def terrain_levels_vel(
     stream = env.constant(
         ("terrain_levels_stream", terrain_name), lambda: env.streams(f"terrain_levels.{terrain_name}")
     )
-    u = counter_uniform(env.keys.seed, env.keys.env_ids, env.episode, 1, stream=stream)[:, 0]
+    u = bits_to_uniform(prefixed_bits(env.keys.prefix(stream), env.episode, 1))[:, 0]  # counter_uniform's draw
     state.move(rows, up, down, u)
     return state.levels.to(torch.float32)
 

@@ -163,3 +163,19 @@ def test_cpu_and_cuda_agree_bitwise() -> None:
     cpu = counter_uniform(SEED, ids, ep, 3)
     gpu = counter_uniform(SEED.cuda(), ids.cuda(), ep.cuda(), 3)
     assert torch.equal(cpu, gpu.cpu())
+
+
+@pytest.mark.parametrize("seed", [0, 2**40 + 7, -(2**63)])
+@pytest.mark.parametrize("stream", [0, 2058])
+def test_words_from_a_row_prefix_are_the_seeds_words(seed: int, stream: int) -> None:
+    """``prefixed_bits`` / ``prefixed_step_bits`` from ``row_prefix(seed, rows, stream)`` give exactly the words of
+    ``counter_bits`` / ``step_bits``, the high words of episodes and steps included."""
+    from gym_graphreset.core.rng import counter_bits, prefixed_bits, prefixed_step_bits, row_prefix, step_bits
+
+    s, env_ids = torch.tensor(seed), torch.tensor([0, 1, 2**32 + 9, 2**62 + 3])
+    episode, step = torch.tensor([-1, 0, 70000, 2**33]), torch.tensor([0, 65536, 5, -3])
+    prefix = row_prefix(s, env_ids, stream)
+    assert torch.equal(prefixed_bits(prefix, episode, 5), counter_bits(s, env_ids, episode, 5, stream=stream))
+    assert torch.equal(
+        prefixed_step_bits(prefix, episode, step, 5), step_bits(s, env_ids, episode, step, 5, stream=stream)
+    )

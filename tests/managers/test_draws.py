@@ -1,4 +1,5 @@
-"""The task's draws: step words keyed by the full 64-bit (episode, step); named streams never collide."""
+"""The task's draws: step words keyed by the full 64-bit (episode, step), drawn from the kept per-stream prefix;
+named streams never collide."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import itertools
 import pytest
 import torch
 
-from gym_graphreset.core.rng import EpisodeKeys, StreamAllocator, bits_to_uniform, counter_bits
+from gym_graphreset.core.rng import EpisodeKeys, StreamAllocator, bits_to_uniform, counter_bits, step_bits
 from gym_graphreset.managers.draws import DrawBlock
 
 N, WORDS, STREAM = 3, 8, 710
@@ -98,3 +99,30 @@ def test_stream_names_and_exhaustion_are_refused_by_name() -> None:
     for bad in ("", 3, None):
         with pytest.raises(ValueError, match="a stream name must be a non-empty str"):
             streams(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("step", [None, 3, 70000])
+def test_a_block_draws_counter_and_step_bits_words_from_the_kept_prefix(step: int | None) -> None:
+    """A block's words (drawn from the keys' kept prefix of its stream) are the words of ``counter_bits`` /
+    ``step_bits`` made from the seed; reseeding refreshes the kept prefix in place (the tensors a captured graph
+    holds), so the block then draws the new seed's words, not the old one's."""
+    keys = _keys(seed=11)
+    episode = torch.tensor([0, 70000, -1])
+
+    def want() -> torch.Tensor:
+        if step is None:
+            return bits_to_uniform(counter_bits(keys.seed, keys.env_ids, episode, WORDS, stream=STREAM))
+        return bits_to_uniform(step_bits(keys.seed, keys.env_ids, episode, _full(step), WORDS, stream=STREAM))
+
+    def draw() -> torch.Tensor:
+        return _block().draw(keys, episode, None if step is None else _full(step))
+
+    first = draw()
+    assert torch.equal(first, want())
+    kept = keys.prefix(STREAM)
+    assert all(a is b for a, b in zip(kept, keys.prefix(STREAM), strict=True))  # made once, then kept
+    pointers = [t.data_ptr() for t in kept]
+    keys.reseed(2**40 + 1)
+    assert [t.data_ptr() for t in keys.prefix(STREAM)] == pointers  # refreshed in place
+    second = draw()
+    assert torch.equal(second, want()) and not torch.equal(second, first)

@@ -468,3 +468,23 @@ def test_resets_after_the_physics_reset_read_nothing_cached_on_the_terminal_stat
     env.reset(seed=3)
     assert [where for where, _ in seen] == ["curricula", "recorders"]
     assert seen[0][1] != seen[1][1], "the recorders' reset read the value cached on the terminal state"
+
+
+def test_a_reseeded_env_draws_what_a_fresh_env_of_that_seed_draws() -> None:
+    """``reset(seed=2)`` of an env that ran under seed 1 then steps as a new env reset with seed 2 does, bit for
+    bit: every draw block (reset events, commands, pushes, observation noise) starts from the new seed (their
+    kept per-stream prefixes are refreshed)."""
+    used, fresh = _factory({}), _factory({})
+    actions = _actions(6)
+    used.reset(seed=1)
+    for action in actions:
+        used.step(action)
+    runs = []
+    for env in (used, fresh):
+        obs, _ = env.reset(seed=2)
+        seen = [obs["policy"].clone()]
+        for action in actions:
+            obs, reward, *_ = env.step(action)
+            seen += [obs["policy"].clone(), reward.clone()]
+        runs.append(seen)
+    assert all(torch.equal(a, b) for a, b in zip(*runs, strict=True))
