@@ -2,7 +2,8 @@
 
 Outside a compiled step each torch operator is one kernel launch on a GPU, and one node of a captured step graph
 (a few microseconds of replay each, however small its tensor): the count is the launch floor of the step's
-non-physics part, the same on every device. This counts them on any device, the CPU included: a registered
+non-physics part. This counts them on any device, the CPU included (the library's torch code is the same
+there; counted on a GPU, a few may differ where a kernel path does): a registered
 task (``--env-id``) under the autoreset wrapper, stepped ``--steps`` times with zero actions after a warm-up,
 every operator that computes (views and metadata-only operators left out) attributed to the innermost
 ``gym_graphreset`` function on the Python stack. Warp's kernels (the physics, the ray casts) are not torch
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -79,7 +81,8 @@ def count_ops(env_id: str, num_envs: int = 16, steps: int = 2, warmup: int = 3, 
     )
     try:
         env.reset(seed=0)
-        action = torch.zeros(env.action_space.shape, device=device)
+        space = env.action_space
+        action = torch.as_tensor(np.zeros(space.shape, dtype=space.dtype), device=device)  # any space's dtype
         for _ in range(warmup):
             env.step(action)
         counting = _Counting()
@@ -102,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     """Count, print the top ``--top`` functions and operators, write ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env-id", default="gym_graphreset/Go1-Velocity-Rough-v0", help="a registered task")
-    parser.add_argument("--num-envs", type=int, default=16, help="worlds (the count does not depend on it)")
+    parser.add_argument("--num-envs", type=int, default=16, help="worlds (default: 16)")
     parser.add_argument("--steps", type=int, default=2, help="counted steps (default: 2)")
     parser.add_argument("--top", type=int, default=20, help="functions and operators printed (default: 20)")
-    parser.add_argument("--device", default="cpu", help="cpu or cuda (the count is the same)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--out", type=Path, default=None, help="a JSON file to write")
     args = parser.parse_args(argv)
     for flag, value in (("--num-envs", args.num_envs), ("--steps", args.steps), ("--top", args.top)):

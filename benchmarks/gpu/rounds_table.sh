@@ -13,6 +13,10 @@ OUT=${OUT:?set OUT to an output folder}
 ROBOTS=${ROBOTS:-go1 g1 g1-tracking}
 DEADLINE_S=${DEADLINE_S:-570}
 export MODES=${MODES:-step graph+compile}
+if [[ -n ${OUTPUTS:-} && $OUTPUTS != 0 && $OUTPUTS != 1 ]]; then
+  echo "OUTPUTS must be 1 (time the mjlab-outputs variant too) or 0 (leave it out), got $OUTPUTS" >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 read -ra robots <<<"$ROBOTS"
 if ((${#robots[@]} == 0)); then echo "ROBOTS is empty: name one or more of go1 g1 go1-rough g1-rough g1-tracking" >&2; exit 2; fi

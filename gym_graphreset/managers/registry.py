@@ -210,8 +210,11 @@ def _check_options(env_id: str, task: Any, options: tuple[str, ...]) -> None:
 
 
 def registered_task(env_id: str) -> RegisteredTask | None:
-    """The task registered as ``env_id`` through :func:`register_task` (``None``: another kind of id, or none)."""
-    spec = gym.registry.get(env_id)
+    """The task registered as ``env_id`` through :func:`register_task` (``None``: another kind of id, or none).
+
+    A ``"module:id"`` (as ``gym.make_vec`` takes it) is looked up by its ``id``; the module is not imported here.
+    """
+    spec = gym.registry.get(env_id.rpartition(":")[2])
     entry = None if spec is None else spec.vector_entry_point
     return entry if isinstance(entry, RegisteredTask) else None
 

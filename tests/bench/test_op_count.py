@@ -39,11 +39,18 @@ def test_go1_step_is_counted_by_function_and_operator(
     oc: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Both tables add up to the total; the functions are the library's (the contact sensor's time count among
-    them, a views-free count: no ``view`` operator); the JSON holds what was printed."""
+    them) and the operators aten's; the JSON holds what was printed."""
     out = tmp_path / "ops.json"
     assert oc.main(["--env-id", GO1, "--num-envs", "2", "--steps", "1", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     assert record["per_step"] > 100
     assert sum(record["by_function"].values()) == record["per_step"] == sum(record["by_operator"].values())
-    assert "mdp/sensors.py:_count" in record["by_function"] and "view" not in record["by_operator"]
+    assert "mdp/sensors.py:_count" in record["by_function"]
+    assert record["by_operator"]["masked_fill_"] >= 2  # the contact sensor's reset: one fill per buffer
     assert f"{GO1} x2: {record['per_step']:.0f} torch operators per env step" in capsys.readouterr().out
+
+
+def test_an_env_with_discrete_actions_is_counted(oc: ModuleType) -> None:
+    """The zero action takes the action space's dtype: CartPole's integer actions step."""
+    result = oc.count_ops("gym_graphreset/CartPole-v1", num_envs=2, steps=1, warmup=1)
+    assert result.per_step > 0 and result.env_id == "gym_graphreset/CartPole-v1"

@@ -489,13 +489,16 @@ def test_vs_mjlab_refuses_an_unknown_robot(tmp_path: Path) -> None:
     assert done.returncode == 2 and "ROBOT must be go1, g1, go1-rough, g1-rough or g1-tracking, got h1" in done.stderr
 
 
-@pytest.mark.parametrize(("robots", "message"), [("go1 h1", "got h1"), ("  ", "ROBOTS is empty")])
-def test_rounds_table_refuses_an_unknown_or_no_robot(tmp_path: Path, robots: str, message: str) -> None:
-    """``rounds_table.sh`` checks every robot it is given before running any of them."""
+@pytest.mark.parametrize(
+    ("robots", "outputs", "message"),
+    [("go1 h1", "1", "got h1"), ("  ", "1", "ROBOTS is empty"), ("go1", "yes", "OUTPUTS must be 1")],
+)
+def test_rounds_table_refuses_an_unknown_or_no_robot(tmp_path: Path, robots: str, outputs: str, message: str) -> None:
+    """``rounds_table.sh`` checks every robot it is given, and ``OUTPUTS``, before running any of them."""
     import subprocess
 
     script = ROOT / "benchmarks" / "gpu" / "rounds_table.sh"
-    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOTS": robots}
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(tmp_path), "ROBOTS": robots, "OUTPUTS": outputs}
     done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 2 and message in done.stderr
     assert not (tmp_path / "rounds.tgz").exists()

@@ -67,6 +67,12 @@ def test_terrain_spot_refuses_what_the_task_cannot_place(
     assert isinstance(spot, str) and message in spot
 
 
+def test_terrain_spot_finds_a_task_named_with_its_module() -> None:
+    """``module:id`` (how the command line reaches a user's own task) is placed as its ``id`` is."""
+    spot = _terrain_spot(_terrain_args("flat", 0), f"gym_graphreset:{ROUGH}", {})
+    assert isinstance(spot, TerrainSpot) and (spot.column, spot.level) == (0, 0)
+
+
 def test_terrain_spot_takes_the_hardest_row_by_default_and_drops_the_curriculum() -> None:
     """``--terrain`` alone: that column at the last row; ``--terrain-level`` alone: that row, each world keeping its
     column. Either takes out the curriculum terms that read the grid (and only those)."""

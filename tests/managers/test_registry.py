@@ -121,6 +121,7 @@ def test_the_librarys_tasks_and_a_users_go_through_one_registry(builtin: str) ->
     cfg = velocity_task(ROBOT)
     mine = register_task(ENV_ID, lambda: cfg, options=("obs_clip",), max_episode_steps=7)
     assert registered_task(ENV_ID) is mine and gym.spec(ENV_ID).max_episode_steps == 7
+    assert registered_task(f"my_tasks:{ENV_ID}") is mine  # ``module:id``, as make_vec takes it
     assert registration.task_cfg(ENV_ID) is cfg
     assert registration.task_cfg("gym_graphreset/CartPole-v1") is None  # not a task of the layer
 
