@@ -73,7 +73,7 @@ TAGS = {
     "episode_length": "Train/mean_episode_length",
     "mean_reward": "Train/mean_reward",
 }
-"""JSON row field -> the rsl_rl scalar tag it is read from (``rsl_rl_go1.py``'s ``MJLAB_FIELDS`` use the same)."""
+"""JSON row field -> the rsl_rl scalar tag it is read from (``rsl_rl_go1.py``'s ``MJLAB_FIELDS`` are these)."""
 
 
 class BudgetSpent(Exception):

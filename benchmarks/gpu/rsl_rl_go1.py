@@ -94,19 +94,20 @@ ENV_ID = "gym_graphreset/Go1-Velocity-Flat-v0"
 TRACKING_ENV_ID = "gym_graphreset/G1-Tracking-Flat-v0"
 ENV_IDS = MJLAB_TASKS
 """The tasks whose mjlab PPO config is :func:`mjlab_go1_cfg`."""
-MJLAB_FIELDS = {
-    "track_lin_vel": "Episode_Reward/track_linear_velocity",
-    "track_ang_vel": "Episode_Reward/track_angular_velocity",
-    "terrain_levels": "Curriculum/terrain_levels/mean",
-    "terrain_levels_max": "Curriculum/terrain_levels/max",
-    "error_body_pos": "Metrics/motion/error_body_pos",
-    "error_body_rot": "Metrics/motion/error_body_rot",
-    "error_anchor_pos": "Metrics/motion/error_anchor_pos",
-    "error_anchor_rot": "Metrics/motion/error_anchor_rot",
-    "error_joint_pos": "Metrics/motion/error_joint_pos",
-    "error_joint_vel": "Metrics/motion/error_joint_vel",
-}
-"""Row field -> the mjlab tag it holds (``None`` where the task has none); ``mjlab_train.py``'s ``TAGS`` share them."""
+
+
+def _mjlab_tags() -> dict[str, str]:
+    """``mjlab_train.py``'s ``TAGS`` (the script beside this one, imported by its path: scripts are no package)."""
+    spec = importlib.util.spec_from_file_location("mjlab_train_tags", Path(__file__).with_name("mjlab_train.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the standard library only: mjlab is imported when it trains
+    return dict(module.TAGS)
+
+
+MJLAB_FIELDS = {field: tag for field, tag in _mjlab_tags().items() if not tag.startswith("Train/")}
+"""Row field -> the mjlab tag it holds (``None`` where the task has none): mjlab's run records the same fields
+from the same tags (``mjlab_train.py``'s ``TAGS``, its ``Train/`` tags apart)."""
 
 
 RUNNERS = {"stock": OnPolicyRunner, "syncfree": SyncFreeOnPolicyRunner}
